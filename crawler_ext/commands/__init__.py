@@ -1,0 +1,1 @@
+"""Scrapy commands that crawler_ext's project overrides (``COMMANDS_MODULE``)."""

@@ -1,0 +1,36 @@
+"""``scrapy crawl``, with bad input reported as one line and exit code 2 before the crawl starts.
+
+It validates every ``CRAWLER_EXT_*`` setting and, when the spider defines
+``parse_arguments`` in its module (as ``web`` does), the spider arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
+
+from crawler_ext import config
+
+
+class Command(ScrapyCrawlCommand):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.crawler_process is not None
+        try:
+            config.validate_all(self.settings)
+        except config.ConfigError as exc:
+            raise UsageError(str(exc), print_help=False) from None
+        if len(args) == 1:
+            try:
+                spidercls = self.crawler_process.spider_loader.load(args[0])
+            except KeyError:
+                raise UsageError(f"no spider named {args[0]!r}", print_help=False) from None
+            validate = getattr(sys.modules.get(spidercls.__module__), "parse_arguments", None)
+            if validate is not None:
+                try:
+                    validate(**opts.spargs)
+                except (TypeError, ValueError) as exc:
+                    raise UsageError(f"spider {args[0]}: {exc}", print_help=False) from None
+        super().run(args, opts)

@@ -1,0 +1,194 @@
+"""Every ``CRAWLER_EXT_*`` setting in one place: default, type, and one line of documentation.
+
+Components read their settings through :func:`get`, which validates the value and raises
+:class:`ConfigError` (a one-line message naming the setting) on bad input.  The README's
+settings table is checked against :data:`SETTINGS` by the test suite.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["SETTINGS", "ConfigError", "Setting", "get", "validate_all"]
+
+
+class ConfigError(ValueError):
+    """A ``CRAWLER_EXT_*`` setting has a value that cannot be used."""
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected a boolean, got {value!r}")
+
+
+def _number(kind: type, minimum: float | None = None) -> Callable[[Any], Any]:
+    def parse(value: Any) -> Any:
+        try:
+            number = kind(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected a {kind.__name__}, got {value!r}") from None
+        if minimum is not None and number < minimum:
+            raise ValueError(f"must be >= {minimum}, got {number}")
+        return number
+
+    return parse
+
+
+def _choice(*choices: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = str(value).strip().lower()
+        if text not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
+        return text
+
+    return parse
+
+
+def _optional_str(value: Any) -> str | None:
+    if value is None or str(value).strip() == "":
+        return None
+    return str(value)
+
+
+def _mapping(value: Any) -> dict[str, str]:
+    """A dict, a JSON object, or ``name=value,name=value`` (the form ``-s`` gives)."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    text = str(value).strip()
+    if text.startswith("{"):
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"invalid JSON object: {exc.msg}") from None
+        return _mapping(loaded)
+    result: dict[str, str] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, addr = part.partition("=")
+        if not sep or not name.strip() or not addr.strip():
+            raise ValueError(f"expected NAME=ADDRESS, got {part!r}")
+        result[name.strip()] = addr.strip()
+    return result
+
+
+def _float_list(value: Any) -> list[float]:
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        items = [v for v in str(value).split(",") if v.strip()]
+    try:
+        numbers = [float(v) for v in items]
+    except ValueError:
+        raise ValueError(f"expected comma-separated numbers, got {value!r}") from None
+    if not numbers or any(n <= 0 for n in numbers):
+        raise ValueError(f"expected positive numbers, got {value!r}")
+    return numbers
+
+
+def _str_list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if str(v).strip()]
+    text = str(value).strip()
+    if text.startswith("["):
+        return _str_list(json.loads(text))
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    parse: Callable[[Any], Any]
+    doc: str
+
+
+_SPECS = [
+    Setting("CRAWLER_EXT_BLOOM_CAPACITY", 1_000_000, _number(int, 1000),
+            "Initial capacity of the scalable Bloom seen set (it grows past it)."),
+    Setting("CRAWLER_EXT_BLOOM_ERROR_RATE", 0.01, _number(float, 1e-9),
+            "Target false-positive rate of the Bloom seen set."),
+    Setting("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL", 60.0, _number(float, 1.0),
+            "Seconds between snapshots of the seen set to JOBDIR (and one at close)."),
+    Setting("CRAWLER_EXT_FRONTIER_BACKEND", "memory", _choice("memory", "sqlite", "redis"),
+            "Frontier storage: memory, sqlite (durable under JOBDIR) or redis (distributed)."),
+    Setting("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS", "5,2,1", _float_list,
+            "Relative dequeue weights of the priority bands, highest band first."),
+    Setting("CRAWLER_EXT_FRONTIER_BANDS", 3, _number(int, 1),
+            "Number of priority bands (front queues)."),
+    Setting("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL", 0.2, _number(float, 0.01),
+            "Seconds between batched commits of the durable frontier (sqlite)."),
+    Setting("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE", None, _optional_str,
+            "CSV file of host,rank (0..1) feeding the domain-rank term of the score."),
+    Setting("CRAWLER_EXT_FRONTIER_LOG_INTERVAL", 60.0, _number(float, 0),
+            "Seconds between frontier progress lines in the log (0 disables)."),
+    Setting("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS", 10_000, _number(int, 1),
+            "Bound on back queues (politeness keys) that hold requests at once."),
+    Setting("CRAWLER_EXT_FRONTIER_SQLITE_PATH", None, _optional_str,
+            "File of the sqlite frontier; default JOBDIR/frontier.sqlite3."),
+    Setting("CRAWLER_EXT_HOSTS", {}, _mapping,
+            "Hosts override: NAME=ADDRESS pairs (or a dict); NAME may be a *.wildcard."),
+    Setting("CRAWLER_EXT_HOST_PAGE_BUDGET", 0, _number(int, 0),
+            "Most URLs admitted per host (0: no budget)."),
+    Setting("CRAWLER_EXT_MAX_PATH_DEPTH", 20, _number(int, 1),
+            "Most path segments in an admitted URL."),
+    Setting("CRAWLER_EXT_MAX_REPEATED_SEGMENTS", 2, _number(int, 1),
+            "Most times one path segment may repeat in an admitted URL."),
+    Setting("CRAWLER_EXT_MAX_URL_LENGTH", 2000, _number(int, 16),
+            "Longest admitted URL, in characters of its canonical form."),
+    Setting("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR", 4.0, _number(float, 1.0),
+            "Multiplier of a host's delay after a 429/503 or a connection error."),
+    Setting("CRAWLER_EXT_POLITENESS_BACKOFF_MAX", 300.0, _number(float, 0),
+            "Cap, in seconds, of a backed-off delay."),
+    Setting("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR", 10.0, _number(float, 0),
+            "Delay after a response = this factor x its response time (then clamped)."),
+    Setting("CRAWLER_EXT_POLITENESS_MAX_DELAY", 60.0, _number(float, 0),
+            "Upper clamp of the adaptive per-host delay, seconds."),
+    Setting("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT", 1, _number(int, 1),
+            "Requests in flight at once per politeness key."),
+    Setting("CRAWLER_EXT_POLITENESS_MIN_DELAY", 1.0, _number(float, 0),
+            "Lower clamp of the adaptive per-host delay, seconds."),
+    Setting("CRAWLER_EXT_URL_SORT_QUERY", False, _bool,
+            "Sort query parameters when canonicalising (a heuristic: off by default)."),
+    Setting("CRAWLER_EXT_URL_STRIP_SESSION", False, _bool,
+            "Drop session parameters (sessionid, sid, PHPSESSID, jsessionid)."),
+    Setting("CRAWLER_EXT_URL_STRIP_TRACKING", True, _bool,
+            "Drop tracking parameters (utm_*, fbclid, gclid, ...)."),
+]
+
+SETTINGS: dict[str, Setting] = {spec.name: spec for spec in _SPECS}
+
+
+def get(settings: Any, name: str) -> Any:
+    """Read and validate one setting from Scrapy ``settings`` (or any mapping)."""
+    spec = SETTINGS[name]
+    raw = settings.get(name, spec.default) if settings is not None else spec.default
+    if raw is None and spec.default is None:
+        return None
+    try:
+        return spec.parse(raw)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
+def validate_all(settings: Any) -> None:
+    """Validate every known setting, and reject unknown ``CRAWLER_EXT_*`` names (typos)."""
+    for name in SETTINGS:
+        get(settings, name)
+    for name in settings:
+        if str(name).startswith("CRAWLER_EXT_") and name not in SETTINGS:
+            raise ConfigError(f"{name}: unknown setting (see the README's settings table)")

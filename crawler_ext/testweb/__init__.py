@@ -1,0 +1,88 @@
+"""The test web: a deterministic multi-host web served on loopback, with its ground truth.
+
+``TestWebServer`` runs ``python -m crawler_ext.testweb`` in a subprocess for tests, benchmarks
+and the demo; crawls resolve its host names through ``CRAWLER_EXT_HOSTS``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from crawler_ext.testweb.model import TestWeb
+from crawler_ext.testweb.requestlog import LogEntry, fetch_counts, politeness_violations, read_log
+
+__all__ = ["TestWeb", "TestWebServer", "LogEntry", "read_log", "politeness_violations",
+           "fetch_counts"]
+
+
+class TestWebServer:
+    """Start the test web in a subprocess; use as a context manager."""
+
+    __test__ = False
+
+    def __init__(self, hosts: int = 50, pages: int = 10, seed: int = 1, hazards: bool = True,
+                 latency: float | None = None, workdir: str | Path | None = None) -> None:
+        self.hosts, self.pages, self.seed, self.hazards, self.latency = hosts, pages, seed, hazards, latency
+        self.dir = Path(workdir or tempfile.mkdtemp(prefix="testweb-"))
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.dir / "requests.jsonl"
+        self.truth_path = self.dir / "truth.json"
+        self.seeds_path = self.dir / "seeds.txt"
+        self.proc: subprocess.Popen[str] | None = None
+        self.port = 0
+
+    def start(self) -> TestWebServer:
+        cmd = [sys.executable, "-m", "crawler_ext.testweb", "--seed", str(self.seed),
+               "--hosts", str(self.hosts), "--pages", str(self.pages), "--log", str(self.log_path),
+               "--truth", str(self.truth_path), "--seeds-file", str(self.seeds_path)]
+        if not self.hazards:
+            cmd.append("--no-hazards")
+        if self.latency is not None:
+            cmd += ["--latency", str(self.latency)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("READY"):
+            self.stop()
+            raise RuntimeError(f"test web did not start: {line!r}")
+        self.port = int(line.split("port=")[1].split()[0])
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def __enter__(self) -> TestWebServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def url(self, host: int = 0, path: str = "/") -> str:
+        return f"http://h{host:04d}.web.test:{self.port}{path}"
+
+    @property
+    def hosts_setting(self) -> str:
+        return "*.web.test=127.0.0.1"
+
+    def truth(self) -> dict[str, Any]:
+        return json.loads(self.truth_path.read_text())
+
+    def log(self) -> list[LogEntry]:
+        return read_log(self.log_path) if self.log_path.exists() else []
+
+    def clear_log(self) -> None:
+        self.log_path.write_text("")
+
+    def env(self) -> dict[str, str]:
+        return dict(os.environ)

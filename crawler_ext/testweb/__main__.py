@@ -1,0 +1,52 @@
+"""``python -m crawler_ext.testweb``: serve the test web on loopback until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+
+from twisted.internet import reactor
+
+from crawler_ext.testweb.model import TestWeb
+from crawler_ext.testweb.server import listen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m crawler_ext.testweb", description=__doc__)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--pages", type=int, default=20, help="pages per host")
+    parser.add_argument("--no-hazards", action="store_true",
+                        help="a clean web: pages and links only (for benchmarks)")
+    parser.add_argument("--latency", type=float, default=None,
+                        help="fixed response latency of every host, seconds")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--address", default="127.0.0.1")
+    parser.add_argument("--log", help="request log file (JSON lines)")
+    parser.add_argument("--truth", help="write the ground truth (JSON) here")
+    parser.add_argument("--seeds-file", help="write every host's home page URL here")
+    args = parser.parse_args(argv)
+    try:
+        web = TestWeb(args.seed, args.hosts, args.pages, not args.no_hazards, latency=args.latency)
+        log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
+        port = listen(web, args.port, args.address, log)
+    except (ValueError, OSError) as exc:
+        print(f"testweb: {exc}", file=sys.stderr)
+        return 2
+    if args.truth:
+        with open(args.truth, "w", encoding="utf-8") as fh:
+            json.dump(web.ground_truth(port), fh)
+    if args.seeds_file:
+        with open(args.seeds_file, "w", encoding="utf-8") as fh:
+            fh.writelines(web.base_url(i, port) + "/\n" for i in range(web.n_hosts))
+    signal.signal(signal.SIGTERM, lambda *_: reactor.callFromThread(reactor.stop))
+    print(f"READY port={port} hosts={web.n_hosts} resolve='*.{web.domain}={args.address}'",
+          flush=True)
+    reactor.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

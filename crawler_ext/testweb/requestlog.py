@@ -1,0 +1,58 @@
+"""Read the test web's request log and judge a crawl by it: politeness, duplicates, robots."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["LogEntry", "read_log", "politeness_violations", "fetch_counts"]
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    host: str
+    path: str
+    start: float
+    end: float
+    client: str
+    status: int
+    bytes: int
+
+
+def read_log(path: str | Path) -> list[LogEntry]:
+    entries = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                entries.append(LogEntry(**json.loads(line)))
+    return sorted(entries, key=lambda e: e.start)
+
+
+def politeness_violations(
+    entries: Iterable[LogEntry], min_gap: float, key: str = "host", tolerance: float = 0.02
+) -> list[tuple[LogEntry, LogEntry]]:
+    """Pairs of consecutive requests to one politeness key that overlap or come too close.
+
+    The gap is measured from the end of one response to the start of the next request,
+    as the server saw them; ``tolerance`` absorbs timer granularity.
+    """
+    by_key: dict[str, list[LogEntry]] = defaultdict(list)
+    for e in entries:
+        by_key[getattr(e, key)].append(e)
+    bad = []
+    for items in by_key.values():
+        items.sort(key=lambda e: e.start)
+        for prev, cur in zip(items, items[1:]):
+            if cur.start < prev.end or cur.start - prev.end < min_gap - tolerance:
+                bad.append((prev, cur))
+    return bad
+
+
+def fetch_counts(entries: Iterable[LogEntry]) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for e in entries:
+        counts[(e.host, e.path)] += 1
+    return dict(counts)

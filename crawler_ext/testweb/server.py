@@ -1,0 +1,70 @@
+"""Serve a :class:`~crawler_ext.testweb.model.TestWeb` over HTTP on loopback, logging every request.
+
+One Twisted site answers for every virtual host (chosen by the ``Host`` header).  Each request
+is delayed by its host's latency and then written to the request log as one JSON line:
+``{"host", "path", "start", "end", "client", "status", "bytes"}`` (times are Unix seconds).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import time
+from typing import IO, Any
+
+from twisted.internet import reactor
+from twisted.web.resource import Resource
+from twisted.web.server import NOT_DONE_YET, Site
+
+from crawler_ext.testweb.model import TestWeb
+
+__all__ = ["TestWebResource", "listen"]
+
+
+class TestWebResource(Resource):
+    isLeaf = True
+
+    def __init__(self, web: TestWeb, port: int, log: IO[str] | None) -> None:
+        super().__init__()
+        self.web, self.port, self.log = web, port, log
+        self.state: dict[Any, Any] = {}
+
+    def render(self, request: Any) -> Any:
+        start = time.time()
+        host = (request.getHeader("host") or "").split(":")[0].lower()
+        target = request.uri.decode("latin-1")
+        accept = request.getHeader("accept-encoding") or ""
+        reply = self.web.respond(host, target, self.port, start, "gzip" in accept, self.state)
+        request.setResponseCode(reply.status)
+        for name, value in reply.headers.items():
+            request.setHeader(name, value)
+        request.setHeader("Content-Length", str(len(reply.body)))
+
+        def finish() -> None:
+            if request.finished or request._disconnected:
+                return
+            if request.method != b"HEAD":
+                request.write(reply.body)
+            request.finish()
+            if self.log is not None:
+                entry = {"host": host, "path": target, "start": round(start, 6),
+                         "end": round(time.time(), 6), "client": request.getClientAddress().host,
+                         "status": reply.status, "bytes": len(reply.body)}
+                self.log.write(json.dumps(entry) + "\n")
+                self.log.flush()
+
+        reactor.callLater(reply.delay, finish)
+        return NOT_DONE_YET
+
+
+def listen(web: TestWeb, port: int = 0, address: str = "127.0.0.1",
+           log: IO[str] | None = None) -> int:
+    """Start serving on ``address:port`` (loopback only); return the bound port."""
+    if not ipaddress.ip_address(address).is_loopback:
+        raise ValueError(f"the test web binds loopback addresses only, not {address}")
+    resource = TestWebResource(web, port, log)
+    site = Site(resource)
+    site.log = lambda request: None  # the request log above replaces the access log
+    listening = reactor.listenTCP(port, site, interface=address)
+    resource.port = listening.getHost().port
+    return resource.port

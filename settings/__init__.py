@@ -1,0 +1,29 @@
+"""Default settings profile of the reference project: crawler_ext's components switched on.
+
+Other profiles live beside this module (``SCRAPY_SETTINGS_MODULE=settings.<name>``).
+"""
+
+BOT_NAME = "crawler_ext"
+SPIDER_MODULES = ["spiders"]
+NEWSPIDER_MODULE = "spiders"
+COMMANDS_MODULE = "crawler_ext.commands"
+
+USER_AGENT = "crawler_ext/0.1 (+https://github.com/crawler-ext/crawler_ext)"
+ROBOTSTXT_OBEY = True
+
+# The hosts override resolver: CRAWLER_EXT_HOSTS pins names to addresses.
+TWISTED_DNS_RESOLVER = "crawler_ext.hosts.HostsOverrideResolver"
+
+# Fetch limits for the open web.
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 0
+REDIRECT_MAX_TIMES = 5
+RETRY_ENABLED = False
+
+CONCURRENT_REQUESTS = 64
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+DOWNLOAD_DELAY = 0
+TELNETCONSOLE_ENABLED = False
+LOG_LEVEL = "INFO"
+FEED_EXPORT_ENCODING = "utf-8"

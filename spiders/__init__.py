@@ -1,0 +1,1 @@
+"""Spiders of the reference crawler_ext project."""

@@ -1,0 +1,114 @@
+"""The reference spider: follow links from seeds, one item per fetched page.
+
+    scrapy crawl web -a seeds=URL[,URL...]|PATH [-a allowed_domains=HOST[,HOST...]] [-a max_pages=N]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.http import Response, TextResponse
+
+from crawler_ext.directives import page_directives
+
+__all__ = ["WebSpider", "parse_arguments"]
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def parse_arguments(
+    seeds: str | None, allowed_domains: str | None = None, max_pages: str | int | None = None
+) -> tuple[list[str], list[str], int]:
+    """Validate the spider's arguments; raise ValueError with a one-line message."""
+    if not seeds:
+        raise ValueError("missing seeds: pass -a seeds=URL[,URL...] or -a seeds=PATH")
+    if "://" not in seeds and ("," not in seeds):
+        path = Path(seeds)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ValueError(f"cannot read seeds file {seeds!r}: {exc.strerror}") from None
+        urls = [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+        if not urls:
+            raise ValueError(f"seeds file {seeds!r} holds no URL")
+    else:
+        urls = _split(seeds)
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"seed {url!r} is not an http(s) URL")
+    domains = _split(allowed_domains)
+    for domain in domains:
+        if "/" in domain or " " in domain:
+            raise ValueError(f"allowed domain {domain!r} must be a host name or IP address")
+    limit = 0
+    if max_pages not in (None, ""):
+        try:
+            limit = int(max_pages)  # type: ignore[arg-type]
+        except ValueError:
+            raise ValueError(f"max_pages must be a whole number, got {max_pages!r}") from None
+        if limit < 0:
+            raise ValueError(f"max_pages must be >= 0, got {limit}")
+    return urls, domains, limit
+
+
+class WebSpider(scrapy.Spider):
+    name = "web"
+
+    def __init__(self, seeds: str | None = None, allowed_domains: str | None = None,
+                 max_pages: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seeds, domains, self.max_pages = parse_arguments(seeds, allowed_domains, max_pages)
+        if domains:
+            self.allowed_domains = domains
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> WebSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if spider.max_pages:
+            crawler.settings.set("CLOSESPIDER_PAGECOUNT", spider.max_pages, priority="spider")
+        return spider
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        for url in self.seeds:
+            yield scrapy.Request(url, callback=self.parse, dont_filter=False)
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        directives = page_directives(response)
+        links: list[str] = []
+        if isinstance(response, TextResponse):
+            if not directives.nofollow:
+                for anchor in response.xpath("//a[@href]"):
+                    rel = (anchor.attrib.get("rel") or "").lower().split()
+                    if "nofollow" in rel:
+                        continue
+                    href = anchor.attrib["href"].strip()
+                    if href and not href.lower().startswith(("javascript:", "mailto:", "tel:", "data:")):
+                        links.append(response.urljoin(href))
+        request = response.request
+        yield {
+            "url": request.meta.get("redirect_urls", [request.url])[0] if request else response.url,
+            "final_url": response.url,
+            "status": response.status,
+            "fetched_at": time.time(),
+            "fetch_time": response.meta.get("download_latency"),
+            "ip_address": str(response.ip_address) if response.ip_address else None,
+            "headers": {k.decode("latin-1"): [v.decode("latin-1") for v in vs]
+                        for k, vs in response.headers.items()},
+            "content_type": response.headers.get("Content-Type", b"").decode("latin-1"),
+            "depth": response.meta.get("depth", 0),
+            "outlinks": len(links),
+            "links": links,
+            "noindex": directives.noindex,
+            "nofollow": directives.nofollow,
+            "canonical": directives.canonical,
+        }
+        for url in links:
+            yield response.follow(url, callback=self.parse)
