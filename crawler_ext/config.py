@@ -144,6 +144,8 @@ _SPECS = [
             "Hosts override: NAME=ADDRESS pairs (or a dict); NAME may be a *.wildcard."),
     Setting("CRAWLER_EXT_HOST_PAGE_BUDGET", 0, _number(int, 0),
             "Most URLs admitted per host (0: no budget)."),
+    Setting("CRAWLER_EXT_HOST_PATTERN_CAP", 1000, _number(int, 0),
+            "Most URLs per host of one pattern (numbers and ids blanked; 0: no cap)."),
     Setting("CRAWLER_EXT_MAX_PATH_DEPTH", 20, _number(int, 1),
             "Most path segments in an admitted URL."),
     Setting("CRAWLER_EXT_MAX_REPEATED_SEGMENTS", 2, _number(int, 1),

@@ -19,7 +19,6 @@ DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 0
 REDIRECT_MAX_TIMES = 5
-RETRY_ENABLED = False
 
 CONCURRENT_REQUESTS = 64
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
@@ -27,3 +26,11 @@ DOWNLOAD_DELAY = 0
 TELNETCONSOLE_ENABLED = False
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
+
+# The frontier: Mercator scheduler with per-host politeness.  It hands a host's next request
+# out only when the host may be contacted, so Scrapy's own delay stays off.
+SCHEDULER = "crawler_ext.frontier.FrontierScheduler"
+AUTOTHROTTLE_ENABLED = False
+RETRY_ENABLED = True
+RETRY_TIMES = 3
+RETRY_HTTP_CODES = [429, 500, 502, 503, 504, 522, 524, 408]

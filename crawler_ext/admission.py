@@ -1,0 +1,119 @@
+"""URL admission: canonicalise, then trap filters, before the seen set and the frontier.
+
+Each rejection has a reason (counted in stats as ``admission/rejected/<reason>``):
+malformed URLs (the reasons of :class:`~crawler_ext.urls.InvalidURL`), ``too_long``,
+``path_depth``, ``repeated_segments``, ``host_budget`` and ``pattern_cap`` (too many URLs of
+one host whose paths and parameters differ only in numeric or id-like values: calendars,
+session ids in paths, sort/filter permutations).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from crawler_ext import config
+from crawler_ext.urls import InvalidURL, canonicalize, host_of
+
+__all__ = ["Admission", "AdmissionRules", "url_pattern"]
+
+_ID_SEGMENT = re.compile(r"^(?=[^/]*\d)[0-9a-fA-F-]{6,}$|^\d+$")
+_DIGITS = re.compile(r"\d+")
+
+
+def url_pattern(canonical_url: str) -> str:
+    """The URL with its values blanked: digit runs and id-like segments become '#',
+    parameter values are dropped and names sorted."""
+    start = canonical_url.find("/", canonical_url.find("//") + 2)
+    if start < 0:
+        return "/"
+    path, _, query = canonical_url[start:].partition("?")
+    segs = ["#" if _ID_SEGMENT.match(s) else _DIGITS.sub("#", s) for s in path.split("/")]
+    names = sorted({p.split("=", 1)[0] for p in query.split("&") if p})
+    return "/".join(segs) + ("?" + "&".join(names) if names else "")
+
+
+@dataclass
+class AdmissionRules:
+    strip_tracking: bool = True
+    strip_session: bool = False
+    sort_query: bool = False
+    max_url_length: int = 2000
+    max_path_depth: int = 20
+    max_repeated_segments: int = 2
+    host_page_budget: int = 0  # 0: unlimited
+    pattern_cap: int = 1000
+
+    @classmethod
+    def from_settings(cls, settings: object) -> AdmissionRules:
+        get = lambda name: config.get(settings, name)  # noqa: E731
+        return cls(
+            strip_tracking=get("CRAWLER_EXT_URL_STRIP_TRACKING"),
+            strip_session=get("CRAWLER_EXT_URL_STRIP_SESSION"),
+            sort_query=get("CRAWLER_EXT_URL_SORT_QUERY"),
+            max_url_length=get("CRAWLER_EXT_MAX_URL_LENGTH"),
+            max_path_depth=get("CRAWLER_EXT_MAX_PATH_DEPTH"),
+            max_repeated_segments=get("CRAWLER_EXT_MAX_REPEATED_SEGMENTS"),
+            host_page_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"),
+            pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"),
+        )
+
+
+@dataclass
+class Admission:
+    """Decides whether a URL may enter the frontier, and in which spelling."""
+
+    rules: AdmissionRules = field(default_factory=AdmissionRules)
+    on_reject: Callable[[str], None] = lambda reason: None
+    learned: dict[str, set[str]] = field(default_factory=dict)  # host -> dropped parameters
+    _per_host: Counter[str] = field(default_factory=Counter)
+    _per_pattern: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def canonical(self, url: str) -> str:
+        r = self.rules
+        return canonicalize(url, strip_tracking=r.strip_tracking, strip_session=r.strip_session,
+                            sort_query=r.sort_query, drop_params=self.learned)
+
+    def check(self, url: str) -> str | None:
+        """The canonical URL if it passes the trap filters (it is not counted yet)."""
+        try:
+            canonical = self.canonical(url)
+        except InvalidURL as exc:
+            return self._reject(exc.reason)
+        r = self.rules
+        if len(canonical) > r.max_url_length:
+            return self._reject("too_long")
+        start = canonical.find("/", canonical.find("//") + 2)
+        path = canonical[start:].partition("?")[0]
+        segments = [s for s in path.split("/") if s]
+        if len(segments) > r.max_path_depth:
+            return self._reject("path_depth")
+        if segments and max(Counter(segments).values()) > r.max_repeated_segments:
+            return self._reject("repeated_segments")
+        host = host_of(canonical)
+        if r.host_page_budget and self._per_host[host] >= r.host_page_budget:
+            return self._reject("host_budget")
+        if r.pattern_cap and self._per_pattern[(host, url_pattern(canonical))] >= r.pattern_cap:
+            return self._reject("pattern_cap")
+        return canonical
+
+    def count(self, canonical: str) -> None:
+        """Charge an admitted (new) URL to its host's budget and its pattern's cap."""
+        host = host_of(canonical)
+        self._per_host[host] += 1
+        if self.rules.pattern_cap:
+            self._per_pattern[(host, url_pattern(canonical))] += 1
+
+    def learn_drop(self, host: str, param: str) -> bool:
+        """Drop ``param`` from ``host``'s URLs from now on (it does not change the content)."""
+        params = self.learned.setdefault(host, set())
+        if param in params:
+            return False
+        params.add(param)
+        return True
+
+    def _reject(self, reason: str) -> None:
+        self.on_reject(reason)
+        return None

@@ -1,0 +1,15 @@
+"""The two-level (Mercator) frontier: priority front queues, per-host back queues, politeness."""
+
+from __future__ import annotations
+
+from crawler_ext.frontier.core import Frontier, WeightedBands
+from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy, parse_retry_after
+from crawler_ext.frontier.scheduler import FrontierScheduler, politeness_key
+from crawler_ext.frontier.sqlite import SqliteStore
+from crawler_ext.frontier.storage import Entry, FrontierStore, HostState, MemoryStore
+
+__all__ = [
+    "Entry", "Frontier", "FrontierScheduler", "FrontierStore", "HostState", "MemoryStore",
+    "Outcome", "PolitenessPolicy", "SqliteStore", "WeightedBands", "parse_retry_after",
+    "politeness_key",
+]

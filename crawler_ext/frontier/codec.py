@@ -1,0 +1,51 @@
+"""Serialisation of requests for the frontier's stores.
+
+A plain GET (default callback, no body, headers, cookies, meta beyond depth) is stored as
+``b"U" + depth + NUL + url``; any other request as ``b"D" +`` a pickle of Scrapy's
+``Request.to_dict`` (callbacks by name, so they survive a restart).
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from scrapy import Request
+from scrapy.utils.request import request_from_dict
+
+__all__ = ["encode_request", "decode_request"]
+
+# meta keys that the frontier and Scrapy set themselves and that need not survive storage
+_TRANSIENT_META = frozenset({"download_slot", "download_latency", "download_timeout",
+                             "crawler_ext_entry"})
+
+
+def _is_plain(request: Request, spider: Any) -> bool:
+    if request.method != "GET" or request.body or request.headers or request.cookies:
+        return False
+    if request.errback is not None or request.cb_kwargs or request.flags:
+        return False
+    if request.callback not in (None, getattr(spider, "parse", None)):
+        return False
+    if request.encoding != "utf-8" or request.dont_filter or request.priority:
+        return False
+    meta = {k: v for k, v in request.meta.items() if k not in _TRANSIENT_META}
+    return set(meta) <= {"depth"}
+
+
+def encode_request(request: Request, spider: Any) -> bytes:
+    if _is_plain(request, spider):
+        depth = int(request.meta.get("depth", 0))
+        return b"U%d\x00" % depth + request.url.encode("utf-8")
+    data = request.to_dict(spider=spider)
+    data["meta"] = {k: v for k, v in data.get("meta", {}).items() if k not in _TRANSIENT_META}
+    return b"D" + pickle.dumps(data, protocol=4)
+
+
+def decode_request(blob: bytes, spider: Any) -> Request:
+    if blob[:1] == b"U":
+        head, _, url = blob[1:].partition(b"\x00")
+        depth = int(head)
+        meta = {"depth": depth} if depth else {}
+        return Request(url.decode("utf-8"), meta=meta)
+    return request_from_dict(pickle.loads(blob[1:]), spider=spider)

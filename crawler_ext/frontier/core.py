@@ -1,0 +1,203 @@
+"""The two-level (Mercator) frontier, written once over a :class:`FrontierStore`.
+
+Front queues decide *what* to crawl next (priority bands, weighted selection); back queues
+decide *when* each politeness key may be contacted (one queue per key, a ready heap of next
+allowed times, at most ``max_in_flight`` requests in flight per key).  Nothing here knows
+Scrapy: time is passed in, so tests drive it with a fake clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
+from crawler_ext.frontier.storage import Entry, FrontierStore
+
+__all__ = ["Frontier", "Dispatch", "WeightedBands"]
+
+
+class WeightedBands:
+    """Smooth weighted round-robin over bands: with weights 5,2,1 band 0 is chosen five times
+    for every one of band 2, and every non-empty band is chosen within one cycle (no starvation)."""
+
+    def __init__(self, weights: Sequence[float]) -> None:
+        self.weights = list(weights)
+        self._credit = [0.0] * len(self.weights)
+
+    def order(self, sizes: Sequence[int]) -> list[int]:
+        """Bands to try, best first, for one dequeue; updates the round-robin state."""
+        live = [b for b, size in enumerate(sizes) if size > 0]
+        if not live:
+            return []
+        total = sum(self.weights[b] for b in live)
+        for b in live:
+            self._credit[b] += self.weights[b]
+        best = max(live, key=lambda b: self._credit[b])
+        self._credit[best] -= total
+        return [best] + [b for b in live if b != best]
+
+
+@dataclass(slots=True)
+class Dispatch:
+    """A request handed out: the entry and when it left the frontier."""
+
+    entry: Entry
+    started: float
+
+
+class Frontier:
+    def __init__(
+        self,
+        store: FrontierStore,
+        policy: PolitenessPolicy,
+        weights: Sequence[float],
+        max_active_keys: int = 10_000,
+        max_in_flight: int = 1,
+        refill_budget: int = 5_000,
+        on_stat: Callable[[str, float], None] | None = None,
+    ) -> None:
+        if len(weights) != getattr(store, "bands", len(weights)):
+            raise ValueError(f"{len(weights)} band weights for {store.bands} bands")  # type: ignore[attr-defined]
+        self.store = store
+        self.policy = policy
+        self.selector = WeightedBands(weights)
+        self.max_active_keys = max_active_keys
+        self.max_in_flight = max_in_flight
+        self.refill_budget = refill_budget
+        self._stat = on_stat or (lambda name, value: None)
+        self._active: set[str] = set()  # keys with a back queue or requests in flight
+        self._in_heap: set[str] = set()
+        self._front_by_fp: dict[int, Entry] = {}  # entries still in front queues, for promotion
+        self._inlinks: dict[int, int] = {}  # inlinks counted while an entry waits in front
+
+    # -- admission -------------------------------------------------------------------------
+    def add(self, entries: list[Entry]) -> None:
+        self.store.front_push(entries)
+        for entry in entries:
+            if entry.fp:
+                self._front_by_fp[entry.fp] = entry
+                self._inlinks[entry.fp] = 1
+
+    def relink(self, fp: int) -> int | None:
+        """Count one more inlink of a URL still waiting in a front queue; its count, or None."""
+        if fp not in self._front_by_fp:
+            return None
+        self._inlinks[fp] += 1
+        return self._inlinks[fp]
+
+    def promote(self, fp: int, band: int) -> bool:
+        """Move a still-queued URL to a better band (more inlinks were discovered)."""
+        entry = self._front_by_fp.get(fp)
+        if entry is None or band >= entry.band:
+            return False
+        self.store.front_promote(entry, band)
+        self._stat("frontier/promoted", 1)
+        return True
+
+    def recover(self) -> int:
+        """Route again what a durable store held at the last stop (in flight ones included)."""
+        entries = self.store.recover()
+        for entry in entries:
+            if entry.fp:
+                self._front_by_fp[entry.fp] = entry
+                self._inlinks[entry.fp] = 1
+        return len(entries)
+
+    # -- routing front -> back -------------------------------------------------------------
+    def _refill(self, now: float) -> None:
+        """Mercator's router: move entries to back queues while fewer than the bound of
+        politeness keys are active; entries of already active keys join their back queue."""
+        moved = 0
+        while len(self._active) < self.max_active_keys and moved < self.refill_budget:
+            bands = self.selector.order(self.store.front_sizes())
+            entry = None
+            for band in bands:
+                entry = self.store.front_pop(band)
+                if entry is not None:
+                    break
+            if entry is None:
+                return
+            moved += 1
+            if entry.fp:
+                self._front_by_fp.pop(entry.fp, None)
+                self._inlinks.pop(entry.fp, None)
+            self.store.back_push(entry)
+            self._active.add(entry.key)
+            self._schedule(entry.key, now)
+
+    def _schedule(self, key: str, now: float) -> None:
+        if key in self._in_heap:
+            return
+        state = self.store.host(key)
+        if state.in_flight >= self.max_in_flight or not self.store.back_size(key):
+            return
+        self._in_heap.add(key)
+        self.store.heap_push(key, max(now, state.next_allowed))
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def next(self, now: float) -> Entry | None:
+        """The next entry whose key may be contacted now, or None."""
+        self._refill(now)
+        while True:
+            top = self.store.heap_peek()
+            if top is None or top[0] > now:
+                return None
+            _, key = self.store.heap_pop()  # type: ignore[misc]
+            self._in_heap.discard(key)
+            entry = self.store.back_pop(key)
+            if entry is None:
+                self._deactivate(key)
+                continue
+            state = self.store.host(key)
+            state.in_flight += 1
+            self.store.lease(entry)
+            self._schedule(key, now)  # more in flight allowed for this key?
+            return entry
+
+    def next_ready_time(self) -> float | None:
+        top = self.store.heap_peek()
+        return top[0] if top else None
+
+    def done(self, entry: Entry, outcome: Outcome, now: float) -> float:
+        """A request left the downloader: free its key and set its next allowed time."""
+        state = self.store.host(entry.key)
+        state.in_flight = max(0, state.in_flight - 1)
+        delay = self.policy.update(state, outcome, now)
+        self.store.host_changed(entry.key)
+        if self.store.back_size(entry.key):
+            self._schedule(entry.key, now)
+        elif state.in_flight == 0:
+            self._deactivate(entry.key)
+        return delay
+
+    def release(self, entry: Entry, now: float) -> None:
+        """A dispatched request never reached the network (a middleware dropped it):
+        free its key without touching its politeness state."""
+        state = self.store.host(entry.key)
+        state.in_flight = max(0, state.in_flight - 1)
+        if self.store.back_size(entry.key):
+            self._schedule(entry.key, now)
+        else:
+            self._deactivate(entry.key)
+
+    def _deactivate(self, key: str) -> None:
+        if self.store.back_size(key) == 0 and self.store.host(key).in_flight == 0:
+            self._active.discard(key)
+
+    def complete(self, entry_ids: list[int]) -> None:
+        """The requests' responses were processed (their links admitted): forget them."""
+        self.store.complete(entry_ids)
+
+    def set_crawl_delay(self, key: str, seconds: float | None) -> None:
+        """robots.txt Crawl-delay: a floor on the key's delay from its next fetch on."""
+        state = self.store.host(key)
+        state.crawl_delay = seconds
+        self.store.host_changed(key)
+
+    # -- introspection ---------------------------------------------------------------------
+    def pending(self) -> int:
+        return self.store.pending()
+
+    def active_keys(self) -> int:
+        return len(self._active)

@@ -1,0 +1,332 @@
+"""``FrontierScheduler``: the Mercator frontier as a Scrapy scheduler.
+
+    SCHEDULER = "crawler_ext.frontier.FrontierScheduler"
+
+It hands a politeness key's next request to the engine only when that key may be contacted,
+learns from signals when each request leaves the downloader (so in-flight counts and next
+allowed times are exact), and wakes the engine when the next key becomes ready instead of
+waiting for the engine's 5-second heartbeat.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import Request, signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.job import job_dir
+from scrapy.utils.misc import build_from_crawler, load_object
+from twisted.internet import reactor, task
+
+from crawler_ext import config
+from crawler_ext.admission import Admission, AdmissionRules
+from crawler_ext.frontier.codec import decode_request, encode_request
+from crawler_ext.frontier.core import Frontier
+from crawler_ext.frontier.politeness import (
+    BACKOFF_STATUSES,
+    Outcome,
+    PolitenessPolicy,
+    parse_retry_after,
+)
+from crawler_ext.frontier.scoring import Scorer, load_host_ranks
+from crawler_ext.frontier.sqlite import SqliteStore
+from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
+from crawler_ext.urls import fingerprint
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.spiders import Spider
+    from typing_extensions import Self
+
+__all__ = ["FrontierScheduler", "politeness_key"]
+
+logger = logging.getLogger(__name__)
+
+
+def politeness_key(url: str) -> str:
+    """The unit of politeness: the URL's host name (grouping by IP comes with host services)."""
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+@dataclass(slots=True)
+class _InFlight:
+    entry: Entry
+    started: float
+    reached: bool = False
+    left: bool = False
+    status: int | None = None
+    retry_after: float | None = None
+
+
+class FrontierScheduler(BaseScheduler):
+    def __init__(
+        self,
+        frontier: Frontier,
+        dupefilter: Any,
+        scorer: Scorer,
+        admission: Admission | None = None,
+        stats: Any = None,
+        crawler: Crawler | None = None,
+        flush_interval: float = 0.2,
+        log_interval: float = 60.0,
+    ) -> None:
+        self.frontier = frontier
+        self.df = dupefilter
+        self.scorer = scorer
+        self.admission = admission or Admission()
+        self.stats = stats
+        self.crawler = crawler
+        self.flush_interval = flush_interval
+        self.log_interval = log_interval
+        self.spider: Spider | None = None
+        self._inflight: dict[Request, _InFlight] = {}
+        self._wake_call: Any = None
+        self._loops: list[task.LoopingCall] = []
+        self._dispatched_at_last_log = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        s = crawler.settings
+        get = lambda name: config.get(s, name)  # noqa: E731
+        bands = get("CRAWLER_EXT_FRONTIER_BANDS")
+        weights = get("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
+        if len(weights) != bands:
+            raise config.ConfigError(
+                f"CRAWLER_EXT_FRONTIER_BAND_WEIGHTS: {len(weights)} weights for "
+                f"CRAWLER_EXT_FRONTIER_BANDS={bands} bands")
+        store = make_store(s, bands)
+        try:
+            policy = PolitenessPolicy(
+                min_delay=get("CRAWLER_EXT_POLITENESS_MIN_DELAY"),
+                max_delay=get("CRAWLER_EXT_POLITENESS_MAX_DELAY"),
+                latency_factor=get("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR"),
+                backoff_factor=get("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR"),
+                backoff_max=get("CRAWLER_EXT_POLITENESS_BACKOFF_MAX"),
+            )
+        except ValueError as exc:
+            raise config.ConfigError(str(exc)) from None
+        stats = crawler.stats
+        frontier = Frontier(
+            store, policy, weights,
+            max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
+            max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
+            on_stat=lambda name, value: stats.inc_value(name, value),
+        )
+        rank_file = get("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE")
+        scorer = Scorer(bands, load_host_ranks(rank_file) if rank_file else None)
+        dupefilter = build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler)
+        admission = Admission(AdmissionRules.from_settings(s),
+                              on_reject=lambda reason: stats.inc_value(
+                                  f"admission/rejected/{reason}"))
+        return cls(frontier, dupefilter, scorer, admission, stats, crawler,
+                   flush_interval=get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
+                   log_interval=get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"))
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def open(self, spider: Spider) -> Any:
+        self.spider = spider
+        self.frontier.store.open()
+        recovered = self.frontier.recover()
+        if recovered:
+            logger.info("Frontier: resumed %d queued or in-flight requests", recovered)
+            self._inc("frontier/recovered", recovered)
+        if self.crawler is not None:
+            self._check_settings()
+            sig = self.crawler.signals
+            sig.connect(self._on_reached, signal=signals.request_reached_downloader)
+            sig.connect(self._on_downloaded, signal=signals.response_downloaded)
+            sig.connect(self._on_left, signal=signals.request_left_downloader)
+        self._start_loop(self._flush, self.flush_interval)
+        if self.log_interval:
+            self._start_loop(self._log_progress, self.log_interval, now=False)
+        return self.df.open()
+
+    def close(self, reason: str) -> Any:
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        if self._wake_call is not None and self._wake_call.active():
+            self._wake_call.cancel()
+        self._reap(final=reason == "finished")
+        self.frontier.store.close()
+        if self.stats is not None:
+            self.stats.set_value("frontier/pending", self.frontier.pending())
+        return self.df.close(reason)
+
+    def _start_loop(self, func: Any, interval: float, now: bool = True) -> None:
+        loop = task.LoopingCall(func)
+        loop.start(interval, now=now)
+        self._loops.append(loop)
+
+    def _check_settings(self) -> None:
+        s = self.crawler.settings  # type: ignore[union-attr]
+        if s.getfloat("DOWNLOAD_DELAY") > 0 or s.getbool("AUTOTHROTTLE_ENABLED"):
+            logger.warning("Frontier: DOWNLOAD_DELAY/AUTOTHROTTLE add a second delay on top of "
+                           "the frontier's politeness; set DOWNLOAD_DELAY=0 and disable "
+                           "AutoThrottle to let CRAWLER_EXT_POLITENESS_* govern alone")
+        if s.getint("CONCURRENT_REQUESTS_PER_DOMAIN") < self.frontier.max_in_flight:
+            logger.warning("Frontier: CONCURRENT_REQUESTS_PER_DOMAIN is below "
+                           "CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT: requests will wait in "
+                           "Scrapy's slot queues")
+
+    # -- the scheduler interface -------------------------------------------------------------
+    def has_pending_requests(self) -> bool:
+        return self.frontier.pending() > 0
+
+    def __len__(self) -> int:
+        return self.frontier.pending()
+
+    def enqueue_request(self, request: Request) -> bool:
+        canonical = self.admission.check(request.url)
+        if canonical is None:
+            return False
+        if canonical != request.url:
+            request = request.replace(url=canonical)
+        key = politeness_key(canonical)
+        fp = fingerprint(canonical)
+        depth = int(request.meta.get("depth", 0))
+        if not request.dont_filter and self.df.request_seen(request):
+            inlinks = self.frontier.relink(fp)
+            if inlinks is not None:  # still waiting in a front queue: maybe a better band now
+                self.frontier.promote(
+                    fp, self.scorer.band(self.scorer.score(key, depth, inlinks), request.priority))
+            if hasattr(self.df, "log"):
+                self.df.log(request, self.spider)
+            return False
+        self.admission.count(canonical)
+        band = self.scorer.band(self.scorer.score(key, depth, 1), request.priority)
+        self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)])
+        self._inc("frontier/enqueued")
+        self._inc(f"frontier/enqueued/band_{band}")
+        return True
+
+    def next_request(self) -> Request | None:
+        now = time.time()
+        entry = self.frontier.next(now)
+        if entry is None:
+            self._arm_wake(self.frontier.next_ready_time(), now)
+            return None
+        request = decode_request(entry.data, self.spider)
+        self._inflight[request] = _InFlight(entry, now)
+        self._inc("frontier/dispatched")
+        if self.stats is not None:
+            self.stats.max_value("frontier/active_hosts_max", self.frontier.active_keys())
+        return request
+
+    # -- signals: exact in-flight accounting -----------------------------------------------
+    def _on_reached(self, request: Request, spider: Any = None) -> None:
+        info = self._inflight.get(request)
+        if info is not None:
+            info.reached = True
+
+    def _on_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        info = self._inflight.get(request)
+        if info is None:
+            return
+        info.status = response.status
+        if response.status in BACKOFF_STATUSES:
+            info.retry_after = parse_retry_after(response.headers.get("Retry-After"))
+
+    def _on_left(self, request: Request, spider: Any = None) -> None:
+        info = self._inflight.get(request)
+        if info is None or info.left:
+            return
+        info.left = True
+        now = time.time()
+        latency = request.meta.get("download_latency")
+        if latency is None:
+            latency = now - info.started
+        outcome = Outcome(info.status, float(latency), info.retry_after)
+        delay = self.frontier.done(info.entry, outcome, now)
+        if info.status is None or info.status in BACKOFF_STATUSES:
+            self._inc("frontier/backoffs")
+            if info.retry_after is not None:
+                self._inc("frontier/retry_after_honoured")
+        if self.stats is not None:
+            self.stats.max_value("frontier/delay_max", round(delay, 3))
+        self._arm_wake(self.frontier.next_ready_time(), now)
+
+    # -- waking the engine -----------------------------------------------------------------
+    def _arm_wake(self, when: float | None, now: float) -> None:
+        """Make the engine ask again when the next key is ready (not at its 5 s heartbeat)."""
+        if when is None:
+            return
+        delay = max(0.0, when - now)
+        call = self._wake_call
+        if call is not None and call.active():
+            if call.getTime() <= reactor.seconds() + delay:
+                return
+            call.cancel()
+        self._wake_call = reactor.callLater(delay, self._wake)
+
+    def _wake(self) -> None:
+        self._wake_call = None
+        slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
+        if slot is not None and getattr(slot, "nextcall", None) is not None:
+            slot.nextcall.schedule()
+
+    # -- completion and durability ---------------------------------------------------------
+    def _reap(self, final: bool = False) -> None:
+        """Complete requests whose responses the engine has finished processing (their links
+        are admitted by then), so a durable store forgets them only after that."""
+        slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
+        in_progress = getattr(slot, "inprogress", None)
+        now = time.time()
+        done: list[int] = []
+        for request, info in list(self._inflight.items()):
+            if in_progress is not None and request in in_progress:
+                continue
+            if in_progress is None and not info.left and not final:
+                continue
+            if not info.left:  # dropped before the downloader (e.g. by a middleware)
+                self.frontier.release(info.entry, now)
+                self._arm_wake(self.frontier.next_ready_time(), now)
+            done.append(info.entry.id)
+            del self._inflight[request]
+        if done:
+            self.frontier.complete(done)
+
+    def _flush(self) -> None:
+        self._reap()
+        self.frontier.store.flush()
+
+    def _log_progress(self) -> None:
+        dispatched = self.stats.get_value("frontier/dispatched", 0) if self.stats else 0
+        rate = (dispatched - self._dispatched_at_last_log) * 60.0 / self.log_interval
+        self._dispatched_at_last_log = dispatched
+        logger.info(
+            "Frontier: %d queued (bands %s), %d active hosts, %d in flight, %d dispatched "
+            "(%.0f/min)", self.frontier.pending(),
+            "/".join(map(str, self.frontier.store.front_sizes())),
+            self.frontier.active_keys(), len(self._inflight), dispatched, rate)
+
+    def _inc(self, key: str, count: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key, count)
+
+
+def make_store(settings: Any, bands: int) -> FrontierStore:
+    backend = config.get(settings, "CRAWLER_EXT_FRONTIER_BACKEND")
+    if backend == "memory":
+        return MemoryStore(bands)
+    if backend == "sqlite":
+        path = config.get(settings, "CRAWLER_EXT_FRONTIER_SQLITE_PATH")
+        if path is None:
+            jobdir = job_dir(settings)
+            if not jobdir:
+                raise config.ConfigError(
+                    "CRAWLER_EXT_FRONTIER_BACKEND=sqlite needs JOBDIR (or "
+                    "CRAWLER_EXT_FRONTIER_SQLITE_PATH) to know where to keep the frontier")
+            path = str(Path(jobdir) / "frontier.sqlite3")
+        return SqliteStore(path, bands)
+    raise config.ConfigError(
+        "CRAWLER_EXT_FRONTIER_BACKEND=redis is not available yet in this version")

@@ -1,0 +1,117 @@
+"""The durable frontier backend: the in-memory structures plus a write-ahead table in SQLite.
+
+Every admitted entry is inserted, and deleted only when ``complete()`` says its response was
+processed (its links admitted), so after a kill -9 the table holds every URL that was queued
+or in flight.  Writes are batched and committed by ``flush()`` (the scheduler calls it every
+``CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL`` seconds and at close); SQLite's WAL mode makes a
+commit survive the process dying.  Learned host state (delays, backoff, Crawl-delay) is kept
+in the same file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from pathlib import Path
+
+from crawler_ext.frontier.storage import Entry, HostState, MemoryStore
+
+__all__ = ["SqliteStore"]
+
+_SIGN = 1 << 63
+
+
+def _signed(fp: int) -> int:
+    return fp - (1 << 64) if fp >= _SIGN else fp
+
+
+def _unsigned(fp: int) -> int:
+    return fp + (1 << 64) if fp < 0 else fp
+
+
+class SqliteStore(MemoryStore):
+    def __init__(self, path: str | Path, bands: int) -> None:
+        super().__init__(bands)
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+        self._inserts: list[tuple[int, str, int, int, bytes]] = []
+        self._bands: dict[int, int] = {}
+        self._deletes: list[tuple[int]] = []
+        self._changed_hosts: set[str] = set()
+
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
+                   " band INTEGER NOT NULL, fp INTEGER NOT NULL, data BLOB NOT NULL)")
+        db.execute("CREATE TABLE IF NOT EXISTS hosts (key TEXT PRIMARY KEY, delay REAL, "
+                   "backoff REAL, crawl_delay REAL, next_allowed REAL)")
+        self._db = db
+
+    def recover(self) -> list[Entry]:
+        assert self._db is not None
+        for key, delay, backoff, crawl_delay, next_allowed in self._db.execute(
+                "SELECT key, delay, backoff, crawl_delay, next_allowed FROM hosts"):
+            self._hosts[key] = HostState(delay, backoff, crawl_delay, next_allowed)
+        entries = [Entry(key, min(band, self.bands - 1), data, _unsigned(fp), entry_id)
+                   for entry_id, key, band, fp, data in self._db.execute(
+                       "SELECT id, key, band, fp, data FROM entries ORDER BY id")]
+        if entries:
+            last = entries[-1].id
+            self._ids = itertools.count(last + 1)
+        MemoryStore.front_push(self, entries)
+        return entries
+
+    def close(self) -> None:
+        if self._db is not None:
+            self.flush()
+            self._db.close()
+            self._db = None
+
+    def flush(self) -> None:
+        if self._db is None or not (self._inserts or self._deletes or self._bands
+                                    or self._changed_hosts):
+            return
+        db = self._db
+        db.execute("BEGIN")
+        if self._inserts:
+            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?)", self._inserts)
+        if self._bands:
+            db.executemany("UPDATE entries SET band = ? WHERE id = ?",
+                           [(band, i) for i, band in self._bands.items()])
+        if self._deletes:
+            db.executemany("DELETE FROM entries WHERE id = ?", self._deletes)
+        if self._changed_hosts:
+            rows = []
+            for key in self._changed_hosts:
+                s = self._hosts[key]
+                rows.append((key, s.delay, s.backoff, s.crawl_delay, s.next_allowed))
+            db.executemany("INSERT OR REPLACE INTO hosts VALUES (?, ?, ?, ?, ?)", rows)
+        db.execute("COMMIT")
+        self._inserts.clear()
+        self._bands.clear()
+        self._deletes.clear()
+        self._changed_hosts.clear()
+
+    def front_push(self, entries: list[Entry]) -> None:
+        super().front_push(entries)
+        self._inserts.extend((e.id, e.key, e.band, _signed(e.fp), e.data) for e in entries)
+
+    def back_push(self, entry: Entry) -> None:
+        new = not entry.id
+        super().back_push(entry)
+        if new:  # entries normally come through the front queues and are journalled there
+            self._inserts.append((entry.id, entry.key, entry.band, _signed(entry.fp), entry.data))
+
+    def front_promote(self, entry: Entry, band: int) -> None:
+        super().front_promote(entry, band)
+        self._bands[entry.id] = band
+
+    def complete(self, entry_ids: list[int]) -> None:
+        super().complete(entry_ids)
+        self._deletes.extend((i,) for i in entry_ids)
+
+    def host_changed(self, key: str) -> None:
+        self._changed_hosts.add(key)

@@ -1,0 +1,199 @@
+"""The frontier's storage contract, and the in-memory backend.
+
+The frontier logic (``core.Frontier``) is written once against :class:`FrontierStore`;
+backends hold data only.  A backend keeps:
+
+* front queues: one FIFO per priority band (0 = highest);
+* back queues: one per politeness key, ordered by (band, arrival);
+* the ready heap: (next allowed time, key) for keys that may be scheduled;
+* leases: entries handed to the downloader and not yet completed;
+* host state: learned per-key politeness (delay, backoff, Crawl-delay).
+
+Durable backends make every admitted entry survive a crash until ``complete()`` is
+called for it; ``recover()`` returns the entries to route again after a restart.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Entry", "HostState", "FrontierStore", "MemoryStore"]
+
+
+@dataclass(slots=True)
+class Entry:
+    """One queued request: its politeness key, band and serialised form."""
+
+    key: str
+    band: int
+    data: bytes
+    fp: int = 0
+    id: int = 0  # assigned by the store on push
+
+
+@dataclass(slots=True)
+class HostState:
+    delay: float = 0.0  # the last computed delay, seconds
+    backoff: float = 1.0  # multiplier after 429/503/errors; 1 = none
+    crawl_delay: float | None = None  # robots.txt floor
+    next_allowed: float = 0.0  # unix time
+    in_flight: int = field(default=0, compare=False)
+
+
+@runtime_checkable
+class FrontierStore(Protocol):
+    """What the frontier needs from a backend.  All methods are non-blocking."""
+
+    def open(self) -> None: ...
+    def close(self) -> None: ...
+    def flush(self) -> None: ...
+    def recover(self) -> list[Entry]: ...
+
+    def front_push(self, entries: list[Entry]) -> None: ...
+    def front_pop(self, band: int) -> Entry | None: ...
+    def front_sizes(self) -> list[int]: ...
+    def front_promote(self, entry: Entry, band: int) -> None: ...
+
+    def back_push(self, entry: Entry) -> None: ...
+    def back_pop(self, key: str) -> Entry | None: ...
+    def back_size(self, key: str) -> int: ...
+    def back_keys(self) -> int: ...
+
+    def heap_push(self, key: str, when: float) -> None: ...
+    def heap_peek(self) -> tuple[float, str] | None: ...
+    def heap_pop(self) -> tuple[float, str] | None: ...
+
+    def lease(self, entry: Entry) -> None: ...
+    def complete(self, entry_ids: list[int]) -> None: ...
+    def leased_count(self) -> int: ...
+
+    def host(self, key: str) -> HostState: ...
+    def host_changed(self, key: str) -> None: ...
+
+    def pending(self) -> int: ...
+
+
+class MemoryStore:
+    """Everything in process memory: fast, and lost when the process ends."""
+
+    def __init__(self, bands: int) -> None:
+        self.bands = bands
+        self._ids = itertools.count(1)
+        self._front: list[deque[Entry]] = [deque() for _ in range(bands)]
+        self._front_len = [0] * bands
+        self._stale: set[tuple[int, int]] = set()  # (entry id, band) copies left by promotion
+        self._back: dict[str, list[tuple[int, int, Entry]]] = {}
+        self._back_total = 0
+        self._heap: list[tuple[float, int, str]] = []
+        self._heap_seq = itertools.count()
+        self._leased: dict[int, Entry] = {}
+        self._hosts: dict[str, HostState] = {}
+
+    # lifecycle
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def recover(self) -> list[Entry]:
+        return []
+
+    def _assign_id(self, entry: Entry) -> None:
+        if not entry.id:
+            entry.id = next(self._ids)
+
+    # front queues
+    def front_push(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            self._assign_id(entry)
+            self._front[entry.band].append(entry)
+            self._front_len[entry.band] += 1
+
+    def front_pop(self, band: int) -> Entry | None:
+        queue = self._front[band]
+        while queue:
+            entry = queue.popleft()
+            if self._stale and (entry.id, band) in self._stale:
+                self._stale.discard((entry.id, band))
+                continue  # the entry was promoted; its copy in the higher band counts
+            self._front_len[band] -= 1
+            return entry
+        return None
+
+    def front_sizes(self) -> list[int]:
+        return list(self._front_len)
+
+    def front_promote(self, entry: Entry, band: int) -> None:
+        self._stale.add((entry.id, entry.band))
+        self._front_len[entry.band] -= 1
+        self._front_len[band] += 1
+        entry.band = band
+        self._front[band].append(entry)
+
+    # back queues
+    def back_push(self, entry: Entry) -> None:
+        self._assign_id(entry)
+        queue = self._back.setdefault(entry.key, [])
+        heapq.heappush(queue, (entry.band, entry.id, entry))
+        self._back_total += 1
+
+    def back_pop(self, key: str) -> Entry | None:
+        queue = self._back.get(key)
+        if not queue:
+            return None
+        entry = heapq.heappop(queue)[2]
+        if not queue:
+            del self._back[key]
+        self._back_total -= 1
+        return entry
+
+    def back_size(self, key: str) -> int:
+        return len(self._back.get(key, ()))
+
+    def back_keys(self) -> int:
+        return len(self._back)
+
+    # ready heap
+    def heap_push(self, key: str, when: float) -> None:
+        heapq.heappush(self._heap, (when, next(self._heap_seq), key))
+
+    def heap_peek(self) -> tuple[float, str] | None:
+        return (self._heap[0][0], self._heap[0][2]) if self._heap else None
+
+    def heap_pop(self) -> tuple[float, str] | None:
+        if not self._heap:
+            return None
+        when, _, key = heapq.heappop(self._heap)
+        return when, key
+
+    # leases
+    def lease(self, entry: Entry) -> None:
+        self._leased[entry.id] = entry
+
+    def complete(self, entry_ids: list[int]) -> None:
+        for entry_id in entry_ids:
+            self._leased.pop(entry_id, None)
+
+    def leased_count(self) -> int:
+        return len(self._leased)
+
+    # host state
+    def host(self, key: str) -> HostState:
+        state = self._hosts.get(key)
+        if state is None:
+            state = self._hosts[key] = HostState()
+        return state
+
+    def host_changed(self, key: str) -> None:
+        pass
+
+    def pending(self) -> int:
+        return sum(self._front_len) + self._back_total
