@@ -3,14 +3,16 @@
 Each rejection has a reason (counted in stats as ``admission/rejected/<reason>``):
 malformed URLs (the reasons of :class:`~crawler_ext.urls.InvalidURL`), ``too_long``,
 ``path_depth``, ``repeated_segments``, ``host_budget`` and ``pattern_cap`` (too many URLs of
-one host whose paths and parameters differ only in numeric or id-like values: calendars,
-session ids in paths, sort/filter permutations).
+one host whose paths and parameters differ only in numeric or id-like values) and
+``pattern_chain`` (a URL of the same pattern as the page that linked to it, that page
+itself so linked, and so on, more than ``max_pattern_chain`` times: next-month links of an
+infinite calendar, session ids renewed on every page).
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -45,6 +47,8 @@ class AdmissionRules:
     max_repeated_segments: int = 2
     host_page_budget: int = 0  # 0: unlimited
     pattern_cap: int = 1000
+    max_pattern_chain: int = 10
+    chain_memory: int = 200_000  # URLs whose chain length is remembered (LRU)
 
     @classmethod
     def from_settings(cls, settings: object) -> AdmissionRules:
@@ -58,6 +62,7 @@ class AdmissionRules:
             max_repeated_segments=get("CRAWLER_EXT_MAX_REPEATED_SEGMENTS"),
             host_page_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"),
             pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"),
+            max_pattern_chain=get("CRAWLER_EXT_MAX_PATTERN_CHAIN"),
         )
 
 
@@ -70,14 +75,16 @@ class Admission:
     learned: dict[str, set[str]] = field(default_factory=dict)  # host -> dropped parameters
     _per_host: Counter[str] = field(default_factory=Counter)
     _per_pattern: Counter[tuple[str, str]] = field(default_factory=Counter)
+    _chains: OrderedDict[str, tuple[str, int]] = field(default_factory=OrderedDict)
 
     def canonical(self, url: str) -> str:
         r = self.rules
         return canonicalize(url, strip_tracking=r.strip_tracking, strip_session=r.strip_session,
                             sort_query=r.sort_query, drop_params=self.learned)
 
-    def check(self, url: str) -> str | None:
-        """The canonical URL if it passes the trap filters (it is not counted yet)."""
+    def check(self, url: str, referer: str | None = None) -> str | None:
+        """The canonical URL if it passes the trap filters (it is not counted yet);
+        ``referer`` is the page that linked to it, for the pattern-chain filter."""
         try:
             canonical = self.canonical(url)
         except InvalidURL as exc:
@@ -95,16 +102,28 @@ class Admission:
         host = host_of(canonical)
         if r.host_page_budget and self._per_host[host] >= r.host_page_budget:
             return self._reject("host_budget")
-        if r.pattern_cap and self._per_pattern[(host, url_pattern(canonical))] >= r.pattern_cap:
+        pattern = url_pattern(canonical)
+        if r.pattern_cap and self._per_pattern[(host, pattern)] >= r.pattern_cap:
             return self._reject("pattern_cap")
+        if r.max_pattern_chain and referer is not None:
+            parent = self._chains.get(referer)
+            if parent is not None and parent[0] == pattern and parent[1] >= r.max_pattern_chain:
+                return self._reject("pattern_chain")
         return canonical
 
-    def count(self, canonical: str) -> None:
-        """Charge an admitted (new) URL to its host's budget and its pattern's cap."""
+    def count(self, canonical: str, referer: str | None = None) -> None:
+        """Charge an admitted (new) URL to its host's budget, its pattern's cap and chain."""
         host = host_of(canonical)
         self._per_host[host] += 1
+        pattern = url_pattern(canonical)
         if self.rules.pattern_cap:
-            self._per_pattern[(host, url_pattern(canonical))] += 1
+            self._per_pattern[(host, pattern)] += 1
+        if self.rules.max_pattern_chain:
+            parent = self._chains.get(referer) if referer is not None else None
+            chain = parent[1] + 1 if parent is not None and parent[0] == pattern else 0
+            self._chains[canonical] = (pattern, chain)
+            if len(self._chains) > self.rules.chain_memory:
+                self._chains.popitem(last=False)
 
     def learn_drop(self, host: str, param: str) -> bool:
         """Drop ``param`` from ``host``'s URLs from now on (it does not change the content)."""

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SETTINGS", "ConfigError", "Setting", "get", "validate_all"]
+__all__ = ["SETTINGS", "ConfigError", "Setting", "get", "readme_table", "validate_all"]
 
 
 class ConfigError(ValueError):
@@ -146,6 +146,8 @@ _SPECS = [
             "Most URLs admitted per host (0: no budget)."),
     Setting("CRAWLER_EXT_HOST_PATTERN_CAP", 1000, _number(int, 0),
             "Most URLs per host of one pattern (numbers and ids blanked; 0: no cap)."),
+    Setting("CRAWLER_EXT_MAX_PATTERN_CHAIN", 10, _number(int, 0),
+            "Most links in a row between URLs of one pattern (calendar traps; 0: off)."),
     Setting("CRAWLER_EXT_MAX_PATH_DEPTH", 20, _number(int, 1),
             "Most path segments in an admitted URL."),
     Setting("CRAWLER_EXT_MAX_REPEATED_SEGMENTS", 2, _number(int, 1),
@@ -164,6 +166,8 @@ _SPECS = [
             "Requests in flight at once per politeness key."),
     Setting("CRAWLER_EXT_POLITENESS_MIN_DELAY", 1.0, _number(float, 0),
             "Lower clamp of the adaptive per-host delay, seconds."),
+    Setting("CRAWLER_EXT_STATS_FILE", None, _optional_str,
+            "Write the final crawl stats as JSON to this file (the StatsFile extension)."),
     Setting("CRAWLER_EXT_URL_SORT_QUERY", False, _bool,
             "Sort query parameters when canonicalising (a heuristic: off by default)."),
     Setting("CRAWLER_EXT_URL_STRIP_SESSION", False, _bool,
@@ -185,6 +189,21 @@ def get(settings: Any, name: str) -> Any:
         return spec.parse(raw)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"{name}: {exc}") from None
+
+
+def readme_default(spec: Setting) -> str:
+    """How the README's settings table shows a default."""
+    if spec.default is None:
+        return "unset"
+    if isinstance(spec.default, dict):
+        return "{}"
+    return str(spec.default)
+
+
+def readme_table() -> str:
+    rows = ["| setting | default | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{s.name}` | `{readme_default(s)}` | {s.doc} |" for s in SETTINGS.values()]
+    return "\n".join(rows)
 
 
 def validate_all(settings: Any) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from scrapy.http import TextResponse
+
 __all__ = ["PageDirectives", "page_directives"]
 
 
@@ -34,7 +36,7 @@ def page_directives(response: Any, agent: str = "crawler_ext") -> PageDirectives
     headers = [v.decode("latin-1") for v in response.headers.getlist("X-Robots-Tag")]
     metas: list[str] = []
     canonical = None
-    if hasattr(response, "xpath"):
+    if isinstance(response, TextResponse):
         for name in ("robots", agent):
             metas += response.xpath(
                 f"//meta[translate(@name,'ABCDEFGHIJKLMNOPQRSTUVWXYZ','abcdefghijklmnopqrstuvwxyz')"

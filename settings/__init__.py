@@ -34,3 +34,8 @@ AUTOTHROTTLE_ENABLED = False
 RETRY_ENABLED = True
 RETRY_TIMES = 3
 RETRY_HTTP_CODES = [429, 500, 502, 503, 504, 522, 524, 408]
+
+EXTENSIONS = {"crawler_ext.statsfile.StatsFile": 0}
+
+# The seen set: a Bloom filter over 64-bit fingerprints of canonical URLs.
+DUPEFILTER_CLASS = "crawler_ext.dupefilter.BloomDupeFilter"

@@ -2,7 +2,8 @@
 
 delay = clamp(latency_factor x response time, min_delay, max_delay), floored by the host's
 robots.txt Crawl-delay; 429/503, timeouts and connection errors multiply it (x backoff_factor,
-capped at backoff_max) until a success; a Retry-After header is honoured exactly.
+capped at backoff_max), and each success halves that multiplier again; a Retry-After header
+on a 429/503 is honoured exactly.
 """
 
 from __future__ import annotations
@@ -71,8 +72,10 @@ class PolitenessPolicy:
             delay = min(self.base_delay(outcome.latency, state) * state.backoff,
                         max(self.backoff_max, self.min_delay))
         else:
-            state.backoff = 1.0
-            delay = self.base_delay(outcome.latency, state)
+            # decay gradually, so a rate-limited host is not hit at full speed right away
+            state.backoff = max(1.0, state.backoff / 2)
+            delay = min(self.base_delay(outcome.latency, state) * state.backoff,
+                        max(self.backoff_max, self.min_delay))
         if outcome.retry_after is not None and outcome.status in BACKOFF_STATUSES:
             delay = outcome.retry_after
         state.delay = delay

@@ -78,6 +78,7 @@ class FrontierScheduler(BaseScheduler):
         crawler: Crawler | None = None,
         flush_interval: float = 0.2,
         log_interval: float = 60.0,
+        snapshot_interval: float = 60.0,
     ) -> None:
         self.frontier = frontier
         self.df = dupefilter
@@ -87,6 +88,8 @@ class FrontierScheduler(BaseScheduler):
         self.crawler = crawler
         self.flush_interval = flush_interval
         self.log_interval = log_interval
+        self.snapshot_interval = snapshot_interval
+        self._df_takes_fp = hasattr(dupefilter, "seen_fingerprint")
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self._wake_call: Any = None
@@ -129,13 +132,22 @@ class FrontierScheduler(BaseScheduler):
                                   f"admission/rejected/{reason}"))
         return cls(frontier, dupefilter, scorer, admission, stats, crawler,
                    flush_interval=get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
-                   log_interval=get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"))
+                   log_interval=get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
+                   snapshot_interval=get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"))
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, spider: Spider) -> Any:
         self.spider = spider
-        self.frontier.store.open()
+        result = self.df.open()
+        store = self.frontier.store
+        store.open()
         recovered = self.frontier.recover()
+        if hasattr(self.df, "replay"):
+            fps, mark = store.admitted_since(getattr(self.df, "mark", 0))
+            self.df.replay(fps, mark)
+            if fps:
+                logger.info("Seen set: replayed %d admissions journalled after its snapshot",
+                            len(fps))
         if recovered:
             logger.info("Frontier: resumed %d queued or in-flight requests", recovered)
             self._inc("frontier/recovered", recovered)
@@ -148,7 +160,9 @@ class FrontierScheduler(BaseScheduler):
         self._start_loop(self._flush, self.flush_interval)
         if self.log_interval:
             self._start_loop(self._log_progress, self.log_interval, now=False)
-        return self.df.open()
+        if hasattr(self.df, "snapshot") and self.snapshot_interval:
+            self._start_loop(self._snapshot, self.snapshot_interval, now=False)
+        return result
 
     def close(self, reason: str) -> Any:
         for loop in self._loops:
@@ -158,6 +172,8 @@ class FrontierScheduler(BaseScheduler):
             self._wake_call.cancel()
         self._reap(final=reason == "finished")
         self.frontier.store.close()
+        if hasattr(self.df, "mark"):
+            self.df.mark = self.frontier.store.admitted_mark()
         if self.stats is not None:
             self.stats.set_value("frontier/pending", self.frontier.pending())
         return self.df.close(reason)
@@ -186,7 +202,9 @@ class FrontierScheduler(BaseScheduler):
         return self.frontier.pending()
 
     def enqueue_request(self, request: Request) -> bool:
-        canonical = self.admission.check(request.url)
+        referer = request.headers.get("Referer")
+        referer_url = referer.decode("latin-1") if referer else None
+        canonical = self.admission.check(request.url, referer_url)
         if canonical is None:
             return False
         if canonical != request.url:
@@ -194,7 +212,8 @@ class FrontierScheduler(BaseScheduler):
         key = politeness_key(canonical)
         fp = fingerprint(canonical)
         depth = int(request.meta.get("depth", 0))
-        if not request.dont_filter and self.df.request_seen(request):
+        if not request.dont_filter and (
+                self.df.seen_fingerprint(fp) if self._df_takes_fp else self.df.request_seen(request)):
             inlinks = self.frontier.relink(fp)
             if inlinks is not None:  # still waiting in a front queue: maybe a better band now
                 self.frontier.promote(
@@ -202,7 +221,7 @@ class FrontierScheduler(BaseScheduler):
             if hasattr(self.df, "log"):
                 self.df.log(request, self.spider)
             return False
-        self.admission.count(canonical)
+        self.admission.count(canonical, referer_url)
         band = self.scorer.band(self.scorer.score(key, depth, 1), request.priority)
         self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)])
         self._inc("frontier/enqueued")
@@ -298,6 +317,12 @@ class FrontierScheduler(BaseScheduler):
     def _flush(self) -> None:
         self._reap()
         self.frontier.store.flush()
+
+    def _snapshot(self) -> None:
+        """Snapshot the seen set right after a journal commit, in the same reactor turn, so the
+        snapshot holds exactly the admissions up to the journal position it records."""
+        self.frontier.store.flush()
+        self.df.snapshot(self.frontier.store.admitted_mark())
 
     def _log_progress(self) -> None:
         dispatched = self.stats.get_value("frontier/dispatched", 0) if self.stats else 0

@@ -38,6 +38,8 @@ class SqliteStore(MemoryStore):
         self._bands: dict[int, int] = {}
         self._deletes: list[tuple[int]] = []
         self._changed_hosts: set[str] = set()
+        self._admitted: list[tuple[int]] = []
+        self._mark = 0
 
     def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,9 +48,11 @@ class SqliteStore(MemoryStore):
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
                    " band INTEGER NOT NULL, fp INTEGER NOT NULL, data BLOB NOT NULL)")
+        db.execute("CREATE TABLE IF NOT EXISTS admitted (fp INTEGER NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS hosts (key TEXT PRIMARY KEY, delay REAL, "
                    "backoff REAL, crawl_delay REAL, next_allowed REAL)")
         self._db = db
+        self._mark = db.execute("SELECT coalesce(max(rowid), 0) FROM admitted").fetchone()[0]
 
     def recover(self) -> list[Entry]:
         assert self._db is not None
@@ -72,10 +76,12 @@ class SqliteStore(MemoryStore):
 
     def flush(self) -> None:
         if self._db is None or not (self._inserts or self._deletes or self._bands
-                                    or self._changed_hosts):
+                                    or self._changed_hosts or self._admitted):
             return
         db = self._db
         db.execute("BEGIN")
+        if self._admitted:
+            db.executemany("INSERT INTO admitted (fp) VALUES (?)", self._admitted)
         if self._inserts:
             db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?)", self._inserts)
         if self._bands:
@@ -90,6 +96,9 @@ class SqliteStore(MemoryStore):
                 rows.append((key, s.delay, s.backoff, s.crawl_delay, s.next_allowed))
             db.executemany("INSERT OR REPLACE INTO hosts VALUES (?, ?, ?, ?, ?)", rows)
         db.execute("COMMIT")
+        if self._admitted:
+            self._mark = db.execute("SELECT max(rowid) FROM admitted").fetchone()[0]
+            self._admitted.clear()
         self._inserts.clear()
         self._bands.clear()
         self._deletes.clear()
@@ -98,6 +107,16 @@ class SqliteStore(MemoryStore):
     def front_push(self, entries: list[Entry]) -> None:
         super().front_push(entries)
         self._inserts.extend((e.id, e.key, e.band, _signed(e.fp), e.data) for e in entries)
+        self._admitted.extend((_signed(e.fp),) for e in entries if e.fp)
+
+    def admitted_since(self, mark: int) -> tuple[list[int], int]:
+        assert self._db is not None
+        rows = self._db.execute("SELECT rowid, fp FROM admitted WHERE rowid > ? ORDER BY rowid",
+                                (mark,)).fetchall()
+        return [_unsigned(fp) for _, fp in rows], (rows[-1][0] if rows else mark)
+
+    def admitted_mark(self) -> int:
+        return self._mark
 
     def back_push(self, entry: Entry) -> None:
         new = not entry.id

@@ -7,7 +7,9 @@ backends hold data only.  A backend keeps:
 * back queues: one per politeness key, ordered by (band, arrival);
 * the ready heap: (next allowed time, key) for keys that may be scheduled;
 * leases: entries handed to the downloader and not yet completed;
-* host state: learned per-key politeness (delay, backoff, Crawl-delay).
+* host state: learned per-key politeness (delay, backoff, Crawl-delay);
+* the admission journal: fingerprints admitted, in order, so that the seen set can be
+  rebuilt from its last snapshot plus what came after it (``admitted_since``).
 
 Durable backends make every admitted entry survive a crash until ``complete()`` is
 called for it; ``recover()`` returns the entries to route again after a restart.
@@ -76,6 +78,9 @@ class FrontierStore(Protocol):
 
     def pending(self) -> int: ...
 
+    def admitted_since(self, mark: int) -> tuple[list[int], int]: ...
+    def admitted_mark(self) -> int: ...
+
 
 class MemoryStore:
     """Everything in process memory: fast, and lost when the process ends."""
@@ -105,6 +110,13 @@ class MemoryStore:
 
     def recover(self) -> list[Entry]:
         return []
+
+    def admitted_since(self, mark: int) -> tuple[list[int], int]:
+        """Fingerprints admitted after journal position ``mark`` (none: nothing is journalled)."""
+        return [], mark
+
+    def admitted_mark(self) -> int:
+        return 0
 
     def _assign_id(self, entry: Entry) -> None:
         if not entry.id:

@@ -1,0 +1,64 @@
+"""Shared fixtures: the test web in a subprocess and real `scrapy crawl` runs against it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from crawler_ext.testweb import TestWebServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class CrawlResult:
+    returncode: int
+    output: str
+    items: list[dict]
+    stats: dict
+
+    def stat(self, key: str, default: int = 0) -> int:
+        return self.stats.get(key, default)
+
+
+def run_crawl(*args: str, settings: dict | None = None, items_path: Path | None = None,
+              timeout: float = 240, cwd: Path = ROOT, env: dict | None = None) -> CrawlResult:
+    """Run ``scrapy crawl web`` in a subprocess; collect its items and final stats."""
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "web", *args]
+    stats_path = None
+    if items_path is not None:
+        cmd += ["-O", f"{items_path}:jsonlines"]
+        stats_path = items_path.with_suffix(".stats.json")
+        cmd += ["-s", f"CRAWLER_EXT_STATS_FILE={stats_path}"]
+    for name, value in (settings or {}).items():
+        cmd += ["-s", f"{name}={value}"]
+    run_env = dict(os.environ, **(env or {}))
+    run_env.setdefault("PYTHONPATH", str(ROOT))
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=run_env)
+    items: list[dict] = []
+    if items_path is not None and items_path.exists():
+        items = [json.loads(line) for line in items_path.read_text().splitlines() if line]
+    stats = json.loads(stats_path.read_text()) if stats_path and stats_path.exists() else {}
+    return CrawlResult(proc.returncode, proc.stdout + proc.stderr, items, stats)
+
+
+@pytest.fixture
+def testweb_factory(tmp_path: Path) -> Iterator:
+    servers: list[TestWebServer] = []
+
+    def make(**kwargs) -> TestWebServer:
+        server = TestWebServer(workdir=tmp_path / f"web{len(servers)}", **kwargs).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()

@@ -1,0 +1,165 @@
+"""The frontier's pure logic, driven by a fake clock: bands, back queues, politeness, storage."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from crawler_ext.frontier import (
+    Entry, Frontier, MemoryStore, Outcome, PolitenessPolicy, SqliteStore, WeightedBands,
+    parse_retry_after,
+)
+from crawler_ext.frontier.storage import FrontierStore
+
+
+def make(store=None, weights=(5, 2, 1), **kw) -> Frontier:
+    policy = kw.pop("policy", PolitenessPolicy(min_delay=1.0, max_delay=60.0))
+    return Frontier(store or MemoryStore(len(weights)), policy, list(weights), **kw)
+
+
+def entry(key: str, band: int = 0, n: int = 0) -> Entry:
+    return Entry(key, band, f"{key}/{n}".encode(), fp=hash((key, n)) & ((1 << 63) - 1))
+
+
+def test_weighted_bands_ratio_and_no_starvation() -> None:
+    wb = WeightedBands([5, 2, 1])
+    picks = [wb.order([1, 1, 1])[0] for _ in range(800)]
+    counts = Counter(picks)
+    assert counts[0] == 500 and counts[1] == 200 and counts[2] == 100
+    # within every window of one cycle (8 picks) the lowest band is served
+    assert all(2 in picks[i:i + 8] for i in range(0, 800, 8))
+    assert wb.order([0, 0, 3])[0] == 2
+
+
+def test_front_queues_dequeue_by_weight() -> None:
+    f = make(max_active_keys=1_000_000)
+    f.add([entry(f"h{b}-{i}", band=b, n=i) for b in range(3) for i in range(400)])
+    out = [f.next(0.0) for _ in range(80)]
+    bands = Counter(e.band for e in out if e)
+    assert bands[0] == 50 and bands[1] == 20 and bands[2] == 10
+
+
+def test_one_request_in_flight_per_key_and_delay_after_response() -> None:
+    f = make()
+    f.add([entry("a", n=i) for i in range(3)] + [entry("b", n=0)])
+    first = f.next(0.0)
+    second = f.next(0.0)
+    assert {first.key, second.key} == {"a", "b"}
+    assert f.next(0.0) is None  # "a" is in flight, "b" is empty
+    a = first if first.key == "a" else second
+    f.done(a, Outcome(200, latency=0.5), now=1.0)  # delay = clamp(10 x 0.5) = 5 s
+    assert f.next(5.9) is None
+    assert f.next_ready_time() == pytest.approx(6.0)
+    assert f.next(6.0).key == "a"
+
+
+def test_back_queue_serves_best_band_first() -> None:
+    f = make()
+    f.add([entry("a", band=2, n=1), entry("a", band=0, n=2), entry("a", band=1, n=3)])
+    got = []
+    now = 0.0
+    for _ in range(3):
+        e = f.next(now)
+        got.append(e.band)
+        f.done(e, Outcome(200, 0.0), now)
+        now += 1.0
+    assert got == [0, 1, 2]
+
+
+def test_backoff_retry_after_and_crawl_delay() -> None:
+    policy = PolitenessPolicy(min_delay=1.0, max_delay=60.0, backoff_factor=4, backoff_max=300)
+    f = make(policy=policy)
+    f.add([entry("a", n=i) for i in range(6)])
+    e = f.next(0.0)
+    assert f.done(e, Outcome(503, 0.01), 0.0) == 4.0
+    e = f.next(4.0)
+    assert f.done(e, Outcome(429, 0.01), 4.0) == 16.0
+    e = f.next(20.0)
+    assert f.done(e, Outcome(429, 0.01, retry_after=7.0), 20.0) == 7.0  # exactly Retry-After
+    e = f.next(27.0)
+    assert f.done(e, Outcome(None, 0.01), 27.0) == 256.0  # x64 backoff, x4 again for an error
+    e = f.next(283.0)
+    assert f.done(e, Outcome(200, 0.01), 283.0) == 128.0  # a success halves the backoff
+    e = f.next(411.0)
+    assert f.done(e, Outcome(200, 0.01), 411.0) == 64.0
+
+
+def test_crawl_delay_is_a_floor() -> None:
+    policy = PolitenessPolicy(min_delay=1.0, max_delay=60.0)
+    f = make(policy=policy)
+    f.set_crawl_delay("a", 3.0)
+    f.add([entry("a", n=0)])
+    e = f.next(0.0)
+    assert f.done(e, Outcome(200, 0.01), 0.0) == 3.0
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after(b"120") == 120.0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after(None) is None
+
+
+def test_bound_on_active_keys_keeps_the_rest_in_front() -> None:
+    f = make(max_active_keys=2)
+    f.add([entry(f"h{i}") for i in range(5)])
+    got = [f.next(0.0) for _ in range(5)]
+    assert sum(e is not None for e in got) == 2
+    assert f.active_keys() == 2 and f.store.front_sizes()[0] == 3
+
+
+def test_promotion_moves_a_waiting_url_up() -> None:
+    f = make(max_active_keys=1)
+    blocker = entry("busy")
+    low = entry("x", band=2)
+    f.add([blocker, low])
+    assert f.next(0.0).key == "busy"
+    assert f.relink(low.fp) == 2
+    assert f.promote(low.fp, 0)
+    assert f.store.front_sizes() == [1, 0, 0]
+    f.done(blocker, Outcome(200, 0.0), 0.0)
+    assert f.next(0.0).key == "x"
+    assert f.pending() == 0
+
+
+def test_sqlite_store_keeps_uncompleted_entries(tmp_path: Path) -> None:
+    path = tmp_path / "f.sqlite3"
+    store = SqliteStore(path, 3)
+    assert isinstance(store, FrontierStore)
+    store.open()
+    f = make(store)
+    f.add([entry("a", n=i) for i in range(3)] + [entry("b", band=1)])
+    e = f.next(0.0)
+    f.complete([e.id])  # done and processed
+    leased = f.next(0.0)  # in flight when the process dies
+    store.flush()
+    store._db.close()  # no close(): as if killed after the last commit
+
+    again = SqliteStore(path, 3)
+    again.open()
+    f2 = make(again)
+    assert f2.recover() == 3
+    got = []
+    now = 0.0
+    while (x := f2.next(now)) or f2.pending():
+        if x:
+            got.append(x.data)
+            f2.done(x, Outcome(200, 0.0), now)
+        now += 2.0
+    assert leased.data in got and e.data not in got and len(got) == 3
+    fps, mark = again.admitted_since(0)
+    assert len(fps) == 4 and mark == 4
+
+
+def test_sqlite_store_persists_host_state(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "f.sqlite3", 3)
+    store.open()
+    f = make(store)
+    f.set_crawl_delay("a", 9.0)
+    store.close()
+    again = SqliteStore(tmp_path / "f.sqlite3", 3)
+    again.open()
+    again.recover()
+    assert again.host("a").crawl_delay == 9.0

@@ -1,0 +1,88 @@
+"""Canonicalisation (RFC 3986 section 6) and fingerprints: what merges and what must not."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawler_ext.urls import InvalidURL, canonicalize, fingerprint, url_fingerprint
+
+
+@pytest.mark.parametrize("variant", [
+    "http://example.com/a/b.html",
+    "HTTP://EXAMPLE.COM/a/b.html",
+    "http://example.com:80/a/b.html",
+    "http://example.com/a/./b.html",
+    "http://example.com/x/../a/b.html",
+    "http://example.com/%61/b.html",
+    "http://example.com/a/b.html#section",
+    "http://example.com/a/b.html?utm_source=feed&utm_medium=rss",
+    "http://example.com./a/b.html",
+    "http://user@example.com/a/b.html",
+])
+def test_safe_spellings_merge(variant: str) -> None:
+    assert canonicalize(variant) == "http://example.com/a/b.html"
+
+
+@pytest.mark.parametrize("a,b", [
+    ("http://example.com/Path", "http://example.com/path"),
+    ("http://example.com/dir/", "http://example.com/dir"),
+    ("http://www.example.com/", "http://example.com/"),
+    ("http://example.com/?a=1&a=2", "http://example.com/?a=2&a=1"),
+    ("http://example.com/?a=1&b=2", "http://example.com/?b=2&a=1"),
+    ("http://example.com/%2F", "http://example.com//"),
+    ("https://example.com/", "http://example.com/"),
+])
+def test_distinct_resources_do_not_merge(a: str, b: str) -> None:
+    assert canonicalize(a) != canonicalize(b)
+    assert url_fingerprint(a) != url_fingerprint(b)
+
+
+def test_percent_encoding_is_normalised() -> None:
+    assert canonicalize("http://e.com/%7euser/%2fx y") == "http://e.com/~user/%2Fx%20y"
+    assert canonicalize("http://e.com/caf\u00e9") == "http://e.com/caf%C3%A9"
+
+
+def test_idn_host_becomes_punycode() -> None:
+    assert canonicalize("http://B\u00fccher.de/") == "http://xn--bcher-kva.de/"
+
+
+def test_empty_path_and_relative_resolution() -> None:
+    assert canonicalize("https://e.com") == "https://e.com/"
+    assert canonicalize("https://e.com:443") == "https://e.com/"
+    assert canonicalize("https://e.com:8443") == "https://e.com:8443/"
+    assert canonicalize("../c/./d?x=1", base="http://e.com/a/b/") == "http://e.com/a/c/d?x=1"
+
+
+def test_heuristics_are_switchable() -> None:
+    url = "http://e.com/p?sid=9&b=2&a=1&utm_campaign=x"
+    assert canonicalize(url) == "http://e.com/p?sid=9&b=2&a=1"
+    assert canonicalize(url, strip_tracking=False) == url
+    assert canonicalize(url, strip_session=True, sort_query=True) == "http://e.com/p?a=1&b=2"
+    assert canonicalize(url, drop_params={"e.com": {"b"}}) == "http://e.com/p?sid=9&a=1"
+    assert canonicalize("http://e.com/p;jsessionid=AB12/x", strip_session=True) == "http://e.com/p/x"
+
+
+@pytest.mark.parametrize("url,reason", [
+    ("http://e.com/%zz", "bad_percent_encoding"),
+    ("http://e.com/%4", "bad_percent_encoding"),
+    ("http://e.com:99999/", "bad_port"),
+    ("http://e.com:8x/", "bad_port"),
+    ("ftp://e.com/", "scheme"),
+    ("javascript:alert(1)", "scheme"),
+    ("/relative/only", "relative"),
+    ("http:///path", "no_host"),
+    ("http://e.com/" + "a" * 100_000, "too_long"),
+])
+def test_malformed_urls_are_rejected_with_a_reason(url: str, reason: str) -> None:
+    with pytest.raises(InvalidURL) as info:
+        canonicalize(url)
+    assert info.value.reason == reason
+
+
+def test_fingerprint_groups_a_host_in_its_high_bits() -> None:
+    a = fingerprint("http://e.com/a")
+    b = fingerprint("http://e.com/zzz?q=1")
+    c = fingerprint("http://other.org/a")
+    assert a >> 44 == b >> 44
+    assert a >> 44 != c >> 44
+    assert 0 <= a < 1 << 64 and a != b
