@@ -24,7 +24,8 @@ def _split(value: str | None) -> list[str]:
 
 
 def parse_arguments(
-    seeds: str | None, allowed_domains: str | None = None, max_pages: str | int | None = None
+    seeds: str | None = None, allowed_domains: str | None = None,
+    max_pages: str | int | None = None, **_other: Any,
 ) -> tuple[list[str], list[str], int]:
     """Validate the spider's arguments; raise ValueError with a one-line message."""
     if not seeds:
