@@ -50,15 +50,15 @@ class SqliteStore(MemoryStore):
                    " band INTEGER NOT NULL, fp INTEGER NOT NULL, data BLOB NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS admitted (fp INTEGER NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS hosts (key TEXT PRIMARY KEY, delay REAL, "
-                   "backoff REAL, crawl_delay REAL, next_allowed REAL)")
+                   "backoff REAL, crawl_delay REAL, next_allowed REAL, floor REAL)")
         self._db = db
         self._mark = db.execute("SELECT coalesce(max(rowid), 0) FROM admitted").fetchone()[0]
 
     def recover(self) -> list[Entry]:
         assert self._db is not None
-        for key, delay, backoff, crawl_delay, next_allowed in self._db.execute(
-                "SELECT key, delay, backoff, crawl_delay, next_allowed FROM hosts"):
-            self._hosts[key] = HostState(delay, backoff, crawl_delay, next_allowed)
+        for key, delay, backoff, crawl_delay, next_allowed, floor in self._db.execute(
+                "SELECT key, delay, backoff, crawl_delay, next_allowed, floor FROM hosts"):
+            self._hosts[key] = HostState(delay, backoff, crawl_delay, next_allowed, floor)
         entries = [Entry(key, min(band, self.bands - 1), data, _unsigned(fp), entry_id)
                    for entry_id, key, band, fp, data in self._db.execute(
                        "SELECT id, key, band, fp, data FROM entries ORDER BY id")]
@@ -93,8 +93,8 @@ class SqliteStore(MemoryStore):
             rows = []
             for key in self._changed_hosts:
                 s = self._hosts[key]
-                rows.append((key, s.delay, s.backoff, s.crawl_delay, s.next_allowed))
-            db.executemany("INSERT OR REPLACE INTO hosts VALUES (?, ?, ?, ?, ?)", rows)
+                rows.append((key, s.delay, s.backoff, s.crawl_delay, s.next_allowed, s.floor))
+            db.executemany("INSERT OR REPLACE INTO hosts VALUES (?, ?, ?, ?, ?, ?)", rows)
         db.execute("COMMIT")
         if self._admitted:
             self._mark = db.execute("SELECT max(rowid) FROM admitted").fetchone()[0]

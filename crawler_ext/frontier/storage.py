@@ -43,6 +43,7 @@ class HostState:
     backoff: float = 1.0  # multiplier after 429/503/errors; 1 = none
     crawl_delay: float | None = None  # robots.txt floor
     next_allowed: float = 0.0  # unix time
+    floor: float = 0.0  # learned: gaps shorter than this drew a 429/503; decays on success
     in_flight: int = field(default=0, compare=False)
 
 
