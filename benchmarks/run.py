@@ -13,6 +13,7 @@ import argparse
 import gc
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -67,10 +68,18 @@ def crawl(web: TestWebServer, settings: dict, seeds: str, workdir: Path, *spider
 
 # -- politeness-bound crawl -------------------------------------------------------------------
 def bench_politeness(quick: bool) -> None:
-    hosts, pages, delay, latency = (100, 8, 0.25, 0.01) if quick else (120, 20, 0.25, 0.01)
+    # at 0.25 s over 100+ hosts this machine's CPU (about 250 pages/s for Scrapy) is the bound;
+    # at 1 s the per-host delays are, which is what the scheduler is judged on
+    scenarios = [(100, 8, 0.25)] if quick else [(120, 20, 0.25), (150, 12, 1.0)]
+    for hosts, pages, delay in scenarios:
+        _politeness_scenario(hosts, pages, delay, latency=0.01)
+
+
+def _politeness_scenario(hosts: int, pages: int, delay: float, latency: float) -> None:
     configs = [
+        # a fixed delay (latency factor 0), so that the ideal is known exactly
         ("crawler_ext frontier", {"CRAWLER_EXT_POLITENESS_MIN_DELAY": delay,
-                                  "CRAWLER_EXT_POLITENESS_LATENCY_FACTOR": 10}),
+                                  "CRAWLER_EXT_POLITENESS_LATENCY_FACTOR": 0}),
         ("stock Scrapy, DOWNLOAD_DELAY", {**STOCK, "DOWNLOAD_DELAY": delay,
                                           "CONCURRENT_REQUESTS_PER_DOMAIN": 1}),
         ("stock Scrapy, AutoThrottle", {**STOCK, "AUTOTHROTTLE_ENABLED": True,
@@ -80,12 +89,14 @@ def bench_politeness(quick: bool) -> None:
                                         "CONCURRENT_REQUESTS_PER_DOMAIN": 1}),
         ("scrapy-redis scheduler", {**REDIS, "DOWNLOAD_DELAY": delay,
                                     "CONCURRENT_REQUESTS_PER_DOMAIN": 1}),
+        # no politeness at all: the machine's ceiling for this crawl
+        ("stock Scrapy, no delay (ceiling)", {**STOCK, "CONCURRENT_REQUESTS_PER_DOMAIN": 64}),
     ]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, settings in configs:
             with TestWebServer(hosts=hosts, pages=pages, hazards=False, latency=latency,
-                               workdir=Path(tmp) / name.replace(" ", "_")) as web:
+                               workdir=Path(tmp) / re.sub(r"\W+", "_", name)) as web:
                 settings = {"ROBOTSTXT_OBEY": False, "CONCURRENT_REQUESTS": 64, **settings}
                 try:
                     crawl(web, settings, str(web.seeds_path), Path(tmp))
@@ -103,10 +114,16 @@ def bench_politeness(quick: bool) -> None:
             rows.append([name, len(log), round(span, 2), len(log) / span,
                          len(log) / ideal_time, (len(log) / span) / (len(log) / ideal_time),
                          gap_bad, start_bad, overlap])
+    ceiling = rows[-1][3] if isinstance(rows[-1][3], float) else float("inf")
+    for row in rows[:-1]:
+        if isinstance(row[3], float):
+            row.insert(6, row[3] / min(row[4], ceiling))
+    rows[-1].insert(6, "")
     table(f"Politeness-bound crawl: {hosts} hosts x {pages} pages, delay {delay} s, latency "
           f"{latency} s, all home pages as seeds",
           ["scheduler", "fetches", "span s", "pages/s", "ideal pages/s", "ratio to ideal",
-           "gap < delay", "start-to-start < delay", "two at once"], rows)
+           "ratio to min(ideal, ceiling)", "gap < delay", "start-to-start < delay",
+           "two at once"], rows)
 
 
 def _start_violations(log: list, delay: float) -> int:

@@ -7,7 +7,7 @@ session parameters, sort the query, and parameters learned per host to be irrele
 Path case, trailing slashes, ``www.`` and repeated query keys are kept.
 
 ``fingerprint`` maps a canonical URL to 64 bits: the host's hash in the high 20 bits and the
-rest's in the low 44, so one host's URLs sort together.
+whole URL's in the low 44, so one host's URLs sort together.
 """
 
 from __future__ import annotations
@@ -211,13 +211,14 @@ def _hash(data: str, bits: int) -> int:
 
 
 def fingerprint(canonical_url: str) -> int:
-    """64-bit fingerprint of a canonical URL: host hash (high bits) | rest hash (low bits)."""
+    """64-bit fingerprint of a canonical URL: host hash (high bits) | URL hash (low bits)."""
     start = canonical_url.find("//") + 2
     end = canonical_url.find("/", start)
     if end < 0:
         end = len(canonical_url)
     host = canonical_url[:end]  # scheme + host + port
-    return (_hash(host, HOST_BITS) << REST_BITS) | _hash(canonical_url[end:], REST_BITS)
+    # the low bits hash the whole URL, so two hosts whose 20-bit hashes collide still differ
+    return (_hash(host, HOST_BITS) << REST_BITS) | _hash(canonical_url, REST_BITS)
 
 
 def url_fingerprint(url: str) -> int:

@@ -30,7 +30,7 @@ def parse_arguments(
     """Validate the spider's arguments; raise ValueError with a one-line message."""
     if not seeds:
         raise ValueError("missing seeds: pass -a seeds=URL[,URL...] or -a seeds=PATH")
-    if "://" not in seeds and ("," not in seeds):
+    if "://" not in seeds:  # a path (URLs always carry a scheme)
         path = Path(seeds)
         try:
             lines = path.read_text(encoding="utf-8").splitlines()

@@ -86,3 +86,9 @@ def test_fingerprint_groups_a_host_in_its_high_bits() -> None:
     assert a >> 44 == b >> 44
     assert a >> 44 != c >> 44
     assert 0 <= a < 1 << 64 and a != b
+
+
+def test_fingerprints_of_many_hosts_home_pages_are_distinct() -> None:
+    # 20-bit host hashes of 5,000 hosts collide; the low bits must still tell them apart
+    fps = {fingerprint(f"http://h{i:04d}.web.test:8080/") for i in range(5000)}
+    assert len(fps) == 5000
