@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from crawler_ext import config
 from crawler_ext.urls import InvalidURL, canonicalize, host_of
 
-__all__ = ["Admission", "AdmissionRules", "url_pattern"]
+__all__ = ["Admission", "AdmissionRules", "differing_parameter", "url_pattern"]
 
 _ID_SEGMENT = re.compile(r"^(?=[^/]*\d)[0-9a-fA-F-]{6,}$|^\d+$")
 _DIGITS = re.compile(r"\d+")
@@ -35,6 +35,18 @@ def url_pattern(canonical_url: str) -> str:
     segs = ["#" if _ID_SEGMENT.match(s) else _DIGITS.sub("#", s) for s in path.split("/")]
     names = sorted({p.split("=", 1)[0] for p in query.split("&") if p})
     return "/".join(segs) + ("?" + "&".join(names) if names else "")
+
+
+def differing_parameter(url: str, other: str) -> str | None:
+    """The one query parameter in which two URLs of the same host and path differ, if exactly one."""
+    a_base, _, a_query = url.partition("?")
+    b_base, _, b_query = other.partition("?")
+    if a_base != b_base:
+        return None
+    a = Counter(p for p in a_query.split("&") if p)
+    b = Counter(p for p in b_query.split("&") if p)
+    names = {p.split("=", 1)[0] for p in (a - b) + (b - a)}
+    return names.pop() if len(names) == 1 else None
 
 
 @dataclass

@@ -133,7 +133,10 @@ def canonicalize(
     sort_query: bool = False,
     drop_params: Mapping[str, Collection[str]] | None = None,
 ) -> str:
-    """The canonical form of ``url`` (resolved against ``base``); raises :class:`InvalidURL`."""
+    """The canonical form of ``url`` (resolved against ``base``); raises :class:`InvalidURL`.
+
+    ``drop_params`` maps a host (with its port, if not the default) to parameter names to drop.
+    """
     if len(url) > MAX_INPUT_LENGTH:
         raise InvalidURL("too_long", url)
     url = url.strip()
@@ -177,7 +180,7 @@ def canonicalize(
         # keep &, = and + encoded as they were: they separate parameters
         query = _normalize_percent(query, url, keep=frozenset("&=+"))
         parts = _split_query(query)
-        dropped = drop_params.get(host, ()) if drop_params else ()
+        dropped = drop_params.get(netloc, ()) if drop_params else ()
         if strip_tracking or strip_session or dropped:
             kept = []
             for part in parts:

@@ -39,3 +39,6 @@ EXTENSIONS = {"crawler_ext.statsfile.StatsFile": 0}
 
 # The seen set: a Bloom filter over 64-bit fingerprints of canonical URLs.
 DUPEFILTER_CLASS = "crawler_ext.dupefilter.BloomDupeFilter"
+
+# Content dedup: exact hash + SimHash after download (below HttpCompression, 590).
+DOWNLOADER_MIDDLEWARES = {"crawler_ext.middlewares.ContentDedupMiddleware": 450}

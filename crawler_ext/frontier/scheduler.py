@@ -10,8 +10,10 @@ waiting for the engine's 5-second heartbeat.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +26,8 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import reactor, task
 
 from crawler_ext import config
-from crawler_ext.admission import Admission, AdmissionRules
+from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
+from crawler_ext.dupefilter import MAYBE
 from crawler_ext.frontier.codec import decode_request, encode_request
 from crawler_ext.frontier.core import Frontier
 from crawler_ext.frontier.politeness import (
@@ -36,7 +39,8 @@ from crawler_ext.frontier.politeness import (
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
-from crawler_ext.urls import fingerprint
+from crawler_ext.signals import content_duplicate
+from crawler_ext.urls import fingerprint, host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -79,6 +83,8 @@ class FrontierScheduler(BaseScheduler):
         flush_interval: float = 0.2,
         log_interval: float = 60.0,
         snapshot_interval: float = 60.0,
+        rules_path: Path | None = None,
+        learn_min_evidence: int = 3,
     ) -> None:
         self.frontier = frontier
         self.df = dupefilter
@@ -90,6 +96,11 @@ class FrontierScheduler(BaseScheduler):
         self.log_interval = log_interval
         self.snapshot_interval = snapshot_interval
         self._df_takes_fp = hasattr(dupefilter, "seen_fingerprint")
+        self._unconfirmed: list[tuple[Request, str, int, str | None]] = []
+        self.rules_path = rules_path
+        self.learn_min_evidence = learn_min_evidence
+        self._evidence: Counter[tuple[str, str]] = Counter()
+        self._dup_patterns: Counter[tuple[str, str]] = Counter()
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self._wake_call: Any = None
@@ -133,7 +144,9 @@ class FrontierScheduler(BaseScheduler):
         return cls(frontier, dupefilter, scorer, admission, stats, crawler,
                    flush_interval=get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
                    log_interval=get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
-                   snapshot_interval=get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"))
+                   snapshot_interval=get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"),
+                   rules_path=Path(job_dir(s)) / "learned_rules.json" if job_dir(s) else None,
+                   learn_min_evidence=get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"))
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, spider: Spider) -> Any:
@@ -151,9 +164,11 @@ class FrontierScheduler(BaseScheduler):
         if recovered:
             logger.info("Frontier: resumed %d queued or in-flight requests", recovered)
             self._inc("frontier/recovered", recovered)
+        self._load_rules()
         if self.crawler is not None:
             self._check_settings()
             sig = self.crawler.signals
+            sig.connect(self._on_duplicate, signal=content_duplicate)
             sig.connect(self._on_reached, signal=signals.request_reached_downloader)
             sig.connect(self._on_downloaded, signal=signals.response_downloaded)
             sig.connect(self._on_left, signal=signals.request_left_downloader)
@@ -170,8 +185,11 @@ class FrontierScheduler(BaseScheduler):
                 loop.stop()
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
+        self._confirm_unconfirmed()
         self._reap(final=reason == "finished")
         self.frontier.store.close()
+        if hasattr(self.df, "flush"):
+            self.df.flush()
         if hasattr(self.df, "mark"):
             self.df.mark = self.frontier.store.admitted_mark()
         if self.stats is not None:
@@ -196,7 +214,7 @@ class FrontierScheduler(BaseScheduler):
 
     # -- the scheduler interface -------------------------------------------------------------
     def has_pending_requests(self) -> bool:
-        return self.frontier.pending() > 0
+        return self.frontier.pending() > 0 or bool(self._unconfirmed)
 
     def __len__(self) -> int:
         return self.frontier.pending()
@@ -209,24 +227,53 @@ class FrontierScheduler(BaseScheduler):
             return False
         if canonical != request.url:
             request = request.replace(url=canonical)
-        key = politeness_key(canonical)
         fp = fingerprint(canonical)
+        if not request.dont_filter:
+            seen = (self.df.seen_fingerprint(fp) if self._df_takes_fp
+                    else self.df.request_seen(request))
+            if seen is MAYBE:  # exact mode: confirmed in one batch at the next flush
+                self._unconfirmed.append((request, canonical, fp, referer_url))
+                return True
+            if seen:
+                self._rediscovered(request, canonical, fp)
+                return False
+        self._admit(request, canonical, fp, referer_url)
+        return True
+
+    def _admit(self, request: Request, canonical: str, fp: int, referer: str | None) -> None:
+        key = politeness_key(canonical)
+        self.admission.count(canonical, referer)
         depth = int(request.meta.get("depth", 0))
-        if not request.dont_filter and (
-                self.df.seen_fingerprint(fp) if self._df_takes_fp else self.df.request_seen(request)):
-            inlinks = self.frontier.relink(fp)
-            if inlinks is not None:  # still waiting in a front queue: maybe a better band now
-                self.frontier.promote(
-                    fp, self.scorer.band(self.scorer.score(key, depth, inlinks), request.priority))
-            if hasattr(self.df, "log"):
-                self.df.log(request, self.spider)
-            return False
-        self.admission.count(canonical, referer_url)
         band = self.scorer.band(self.scorer.score(key, depth, 1), request.priority)
+        if self._dup_patterns and self._dup_patterns.get(
+                (host_of(canonical), url_pattern(canonical)), 0) >= self.learn_min_evidence:
+            band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
+            self._inc("frontier/demoted")
         self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)])
         self._inc("frontier/enqueued")
         self._inc(f"frontier/enqueued/band_{band}")
-        return True
+
+    def _rediscovered(self, request: Request, canonical: str, fp: int) -> None:
+        """A link to a URL already admitted: one more inlink, maybe a better band."""
+        inlinks = self.frontier.relink(fp)
+        if inlinks is not None:
+            depth = int(request.meta.get("depth", 0))
+            score = self.scorer.score(politeness_key(canonical), depth, inlinks)
+            self.frontier.promote(fp, self.scorer.band(score, request.priority))
+        if hasattr(self.df, "log"):
+            self.df.log(request, self.spider)
+
+    def _confirm_unconfirmed(self) -> None:
+        if not self._unconfirmed:
+            return
+        batch, self._unconfirmed = self._unconfirmed, []
+        seen = self.df.confirm([fp for _, _, fp, _ in batch])
+        for (request, canonical, fp, referer), was_seen in zip(batch, seen):
+            if was_seen:
+                self._rediscovered(request, canonical, fp)
+            else:
+                self._admit(request, canonical, fp, referer)
+        self._arm_wake(time.time(), time.time())
 
     def next_request(self) -> Request | None:
         now = time.time()
@@ -274,6 +321,37 @@ class FrontierScheduler(BaseScheduler):
             self.stats.max_value("frontier/delay_max", round(delay, 3))
         self._arm_wake(self.frontier.next_ready_time(), now)
 
+    # -- feedback from content dedup ------------------------------------------------------
+    def _on_duplicate(self, url: str, original: str, kind: str, distance: int = 0,
+                      **_: Any) -> None:
+        host = host_of(url)
+        self._dup_patterns[(host, url_pattern(url))] += 1
+        param = differing_parameter(url, original) if original else None
+        if param is None:
+            return
+        self._evidence[(host, param)] += 1
+        if self._evidence[(host, param)] >= self.learn_min_evidence and \
+                self.admission.learn_drop(host, param):
+            logger.info("Learned: parameter %r does not change the content on %s; dropping it "
+                        "from that host's URLs", param, host)
+            self._inc("admission/learned_rules")
+            self._save_rules()
+
+    def _load_rules(self) -> None:
+        if self.rules_path is not None and self.rules_path.exists():
+            for host, params in json.loads(self.rules_path.read_text()).items():
+                for param in params:
+                    self.admission.learn_drop(host, param)
+            if self.admission.learned:
+                logger.info("Learned rules loaded: %s", self.admission.learned)
+
+    def _save_rules(self) -> None:
+        if self.rules_path is not None:  # rare and small: written at once
+            self.rules_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.rules_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({h: sorted(p) for h, p in self.admission.learned.items()}))
+            tmp.replace(self.rules_path)
+
     # -- waking the engine -----------------------------------------------------------------
     def _arm_wake(self, when: float | None, now: float) -> None:
         """Make the engine ask again when the next key is ready (not at its 5 s heartbeat)."""
@@ -315,8 +393,11 @@ class FrontierScheduler(BaseScheduler):
             self.frontier.complete(done)
 
     def _flush(self) -> None:
+        self._confirm_unconfirmed()
         self._reap()
         self.frontier.store.flush()
+        if hasattr(self.df, "flush"):
+            self.df.flush()  # after the journal: the seen set never runs ahead of it
 
     def _snapshot(self) -> None:
         """Snapshot the seen set right after a journal commit, in the same reactor turn, so the

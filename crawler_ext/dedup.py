@@ -1,0 +1,97 @@
+"""The content index: which earlier page, if any, a fetched page duplicates.
+
+Exact duplicates share the hash of their normalised text; near-duplicates have SimHashes
+within ``distance`` bits (``crawler_ext.simhash``).  With a path (``JOBDIR/content.sqlite3``)
+the index is persisted in batches and rebuilt on open, so a resumed crawl remembers it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawler_ext.simhash import SimHashIndex, exact_hash, page_text, simhash
+
+__all__ = ["ContentIndex", "Verdict"]
+
+_SIGN = 1 << 63
+
+
+def _signed(x: int) -> int:
+    return x - (1 << 64) if x >= _SIGN else x
+
+
+def _unsigned(x: int) -> int:
+    return x + (1 << 64) if x < 0 else x
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # "unique", "exact" or "near"
+    original: str | None
+    distance: int
+    simhash: int
+    exact: int
+
+    def as_meta(self) -> dict:
+        return {"verdict": self.kind, "original": self.original, "distance": self.distance,
+                "simhash": f"{self.simhash:016x}", "exact_hash": f"{self.exact:016x}"}
+
+
+class ContentIndex:
+    def __init__(self, distance: int = 3, path: str | Path | None = None) -> None:
+        self.index = SimHashIndex(k=distance)
+        self.distance = distance
+        self.urls: list[str] = []
+        self.by_exact: dict[int, int] = {}
+        self.path = Path(path) if path else None
+        self._db: sqlite3.Connection | None = None
+        self._pending: list[tuple[int, str, int, int]] = []
+
+    def open(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, url TEXT, "
+                         "exact INTEGER, simhash INTEGER)")
+        for doc_id, url, ex, sh in self._db.execute("SELECT * FROM docs ORDER BY id"):
+            self._remember(url, _unsigned(ex), _unsigned(sh), journal=False)
+
+    def flush(self) -> None:
+        if self._db is not None and self._pending:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?, ?)", self._pending)
+            self._db.execute("COMMIT")
+            self._pending.clear()
+
+    def close(self) -> None:
+        self.flush()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _remember(self, url: str, ex: int, sh: int, journal: bool = True) -> None:
+        doc_id = len(self.urls)
+        self.urls.append(url)
+        self.by_exact.setdefault(ex, doc_id)
+        self.index.add(sh, doc_id)
+        if journal and self._db is not None:
+            self._pending.append((doc_id, url, _signed(ex), _signed(sh)))
+            if len(self._pending) >= 1000:
+                self.flush()
+
+    def check(self, url: str, html: str | bytes) -> Verdict:
+        """Classify a page and, if it is unique, remember it."""
+        text = page_text(html)
+        ex, sh = exact_hash(text), simhash(text)
+        if ex in self.by_exact:
+            return Verdict("exact", self.urls[self.by_exact[ex]], 0, sh, ex)
+        near = self.index.nearest(sh)
+        if near is not None:
+            self.by_exact[ex] = near[0]  # the same text again is this near-duplicate's too
+            return Verdict("near", self.urls[near[0]], near[1], sh, ex)
+        self._remember(url, ex, sh)
+        return Verdict("unique", None, 0, sh, ex)

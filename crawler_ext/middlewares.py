@@ -1,0 +1,98 @@
+"""Downloader middlewares of crawler_ext.
+
+``ContentDedupMiddleware`` (after download, before the spider): exact and near-duplicate
+detection.  Put it below ``HttpCompressionMiddleware`` (590) so it sees decoded bodies:
+
+    DOWNLOADER_MIDDLEWARES = {"crawler_ext.middlewares.ContentDedupMiddleware": 450}
+
+The verdict goes into ``response.meta["dedup"]`` (``verdict``, ``original``, ``distance``,
+``simhash``, ``exact_hash``); with ``CRAWLER_EXT_DEDUP_ACTION = "drop"`` duplicates stop
+there (IgnoreRequest), so their links are not extracted twice.  Each duplicate is announced
+with the ``crawler_ext.signals.content_duplicate`` signal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response, TextResponse
+from scrapy.utils.job import job_dir
+
+from crawler_ext import config
+from crawler_ext.dedup import ContentIndex
+from crawler_ext.signals import content_duplicate
+
+__all__ = ["ContentDedupMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+
+class ContentDedupMiddleware:
+    def __init__(self, index: ContentIndex, action: str = "drop", crawler: Any = None) -> None:
+        self.index = index
+        self.action = action
+        self.crawler = crawler
+        self.stats = crawler.stats if crawler is not None else None
+        self._hosts_fetched: Counter[str] = Counter()
+        self._hosts_dup: Counter[str] = Counter()
+        self._logged = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> ContentDedupMiddleware:
+        s = crawler.settings
+        distance = config.get(s, "CRAWLER_EXT_SIMHASH_DISTANCE")
+        if distance > 3:
+            raise config.ConfigError("CRAWLER_EXT_SIMHASH_DISTANCE: the index answers 0 to 3")
+        jobdir = job_dir(s)
+        index = ContentIndex(distance, Path(jobdir) / "content.sqlite3" if jobdir else None)
+        mw = cls(index, config.get(s, "CRAWLER_EXT_DEDUP_ACTION"), crawler)
+        crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+        return mw
+
+    def spider_opened(self, spider: Any = None) -> None:
+        self.index.open()
+
+    def spider_closed(self, spider: Any = None) -> None:
+        self.index.close()
+        if self.stats is None:
+            return
+        rates = sorted(((self._hosts_dup[h] / n, h) for h, n in self._hosts_fetched.items()
+                        if self._hosts_dup[h]), reverse=True)
+        self.stats.set_value("dedup/hosts_with_duplicates", len(rates))
+        for rate, host in rates[:20]:
+            self.stats.set_value(f"dedup/host_rate/{host}", round(rate, 3))
+
+    def process_response(self, request: Request, response: Response, spider: Any = None) -> Any:
+        if response.status != 200 or not isinstance(response, TextResponse):
+            return response
+        ctype = response.headers.get("Content-Type", b"").lower()
+        if ctype and b"html" not in ctype:
+            return response
+        verdict = self.index.check(response.url, response.body)
+        request.meta["dedup"] = verdict.as_meta()  # response.meta once the engine links them
+        host = urlsplit(response.url).netloc
+        self._hosts_fetched[host] += 1
+        if self.stats is not None:
+            self.stats.inc_value(f"dedup/{verdict.kind}")
+        if verdict.kind == "unique":
+            return response
+        self._hosts_dup[host] += 1
+        if not self._logged:
+            logger.info("Duplicate content: %s is a%s duplicate of %s (further ones are counted "
+                        "in dedup/... stats)", response.url,
+                        "n exact" if verdict.kind == "exact" else " near", verdict.original)
+            self._logged = True
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(
+                content_duplicate, url=response.url, original=verdict.original,
+                kind=verdict.kind, distance=verdict.distance)
+        if self.action == "drop":
+            raise IgnoreRequest(f"{verdict.kind} duplicate of {verdict.original}")
+        return response

@@ -1,0 +1,183 @@
+"""Content fingerprints: the text of a page, its exact hash, its 64-bit SimHash, and an index
+that finds stored SimHashes within Hamming distance k without scanning them all.
+
+* ``page_text(html)`` drops scripts, styles, navigation, headers, footers, asides and
+  link-dense blocks (menus, link lists), then normalises: lower case, digits folded to ``0``
+  (timestamps and counters), whitespace collapsed.
+* ``exact_hash(text)``: 64 bits of BLAKE2b over the normalised text.
+* ``simhash(text)``: Charikar's SimHash over 3-word shingles weighted by term frequency,
+  vectorised with numpy.  It replaces the ``simhash`` package, whose 2.1.2 release raises
+  OverflowError under numpy 2 once a feature's weight exceeds 50 (it keeps weights in
+  uint8) and which is slower on real pages (see ``benchmarks/run.py dedup``).
+* ``SimHashIndex``: permuted-block tables after Manku, Jain & Das Sarma (2007).  For k = 3 the
+  64 bits are cut into 4 blocks of 16; two fingerprints within distance 3 agree exactly on at
+  least one block (pigeonhole), so each table, sorted by one block first, yields candidates
+  by binary search, which are then verified.  32 bytes per fingerprint (4 sorted uint64
+  arrays) plus 4 bytes of document id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+import lxml.html
+import numpy as np
+
+__all__ = ["page_text", "exact_hash", "simhash", "hamming", "SimHashIndex"]
+
+_BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "header", "footer", "aside",
+                     "form", "iframe", "template", "svg")
+_BOILERPLATE_ATTR = re.compile(r"\b(nav|navbar|menu|footer|header|sidebar|breadcrumbs?|cookie|"
+                               r"banner|advert|ads?|share|social|related|comments?)\b", re.I)
+_WORD = re.compile(r"\w+", re.UNICODE)
+_DIGITS = re.compile(r"\d")
+_BITS = np.arange(64, dtype=np.uint64)
+
+
+def page_text(html: str | bytes) -> str:
+    """The main text of an HTML page, normalised for hashing."""
+    try:
+        root = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return ""
+    for el in list(root.iter(*_BOILERPLATE_TAGS)):
+        el.drop_tree()
+    for el in list(root.iter("div", "ul", "ol", "table", "section", "p")):
+        if el.getparent() is None:
+            continue
+        marker = f"{el.get('class', '')} {el.get('id', '')} {el.get('role', '')}"
+        if _BOILERPLATE_ATTR.search(marker):
+            el.drop_tree()
+            continue
+        text = el.text_content()
+        if not text.strip():
+            continue
+        link_text = sum(len(a.text_content()) for a in el.iter("a"))
+        if el.tag in ("ul", "ol", "div", "table", "section") and link_text > 0.5 * len(text):
+            el.drop_tree()  # a menu or a list of links
+    text = root.text_content().lower()
+    return " ".join(_WORD.findall(_DIGITS.sub("0", text)))
+
+
+def exact_hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def _features(text: str, n: int = 3) -> Counter[str]:
+    words = text.split()
+    if len(words) < n:
+        return Counter([" ".join(words)]) if words else Counter()
+    return Counter(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
+
+
+def simhash(text: str | Iterable[str], n: int = 3) -> int:
+    """64-bit SimHash of ``text`` over n-word shingles weighted by their frequency."""
+    features = _features(text, n) if isinstance(text, str) else Counter(text)
+    if not features:
+        return 0
+    hashes = np.fromiter(
+        (int.from_bytes(hashlib.blake2b(f.encode("utf-8"), digest_size=8).digest(), "big")
+         for f in features), dtype=np.uint64, count=len(features))
+    weights = np.fromiter(features.values(), dtype=np.int64, count=len(features))
+    bits = ((hashes[:, None] >> _BITS) & np.uint64(1)).astype(np.int64)  # (features, 64)
+    totals = weights @ (2 * bits - 1)
+    return int(np.sum((totals > 0).astype(np.uint64) << _BITS))
+
+
+def hamming(a: int, b: int) -> int:
+    return (a ^ b).bit_count()
+
+
+def _popcount64(x: np.ndarray) -> np.ndarray:
+    """Bit counts of a uint64 array (SWAR, no Python loop)."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return ((x * np.uint64(0x0101010101010101)) >> np.uint64(56)).astype(np.int64)
+
+
+class SimHashIndex:
+    """Fingerprints with document ids; ``nearest(fp)`` finds one within ``k`` bits."""
+
+    def __init__(self, k: int = 3, buffer: int = 4096) -> None:
+        if not 0 <= k <= 3:
+            raise ValueError("the 4-block index answers distances 0 to 3")
+        self.k = k
+        self.blocks = 4
+        # table t is sorted by block t (rotated to the top 16 bits); ids travel along
+        self._keys = [np.empty(0, dtype=np.uint64) for _ in range(self.blocks)]
+        self._ids = [np.empty(0, dtype=np.uint32) for _ in range(self.blocks)]
+        self._pending: list[tuple[int, int]] = []
+        self._buffer = buffer
+
+    def __len__(self) -> int:
+        return len(self._keys[0]) + len(self._pending)
+
+    def _rotate(self, fp: np.ndarray | np.uint64, t: int) -> np.ndarray:
+        """Bring block t to the top 16 bits, so sorting by the key sorts by that block."""
+        s = np.uint64(16 * (3 - t))
+        if s == 0:
+            return fp
+        return (fp << s) | (fp >> (np.uint64(64) - s))
+
+    def _unrotate(self, key: np.ndarray, t: int) -> np.ndarray:
+        s = np.uint64(16 * (3 - t))
+        if s == 0:
+            return key
+        return (key >> s) | (key << (np.uint64(64) - s))
+
+    def add(self, fp: int, doc_id: int) -> None:
+        self._pending.append((fp, doc_id))
+        if len(self._pending) >= self._buffer:
+            self.merge()
+
+    def merge(self) -> None:
+        if not self._pending:
+            return
+        fps = np.array([p[0] for p in self._pending], dtype=np.uint64)
+        ids = np.array([p[1] for p in self._pending], dtype=np.uint32)
+        self._pending.clear()
+        for t in range(self.blocks):
+            keys = self._rotate(fps, t)
+            order = np.argsort(keys, kind="stable")
+            keys, tids = keys[order], ids[order]
+            pos = np.searchsorted(self._keys[t], keys)
+            self._keys[t] = np.insert(self._keys[t], pos, keys)
+            self._ids[t] = np.insert(self._ids[t], pos, tids)
+
+    def nearest(self, fp: int) -> tuple[int, int] | None:
+        """(doc id, distance) of a stored fingerprint within k bits of ``fp``, closest first."""
+        best: tuple[int, int] | None = None
+        for pfp, pid in self._pending:
+            d = (pfp ^ fp).bit_count()
+            if d <= self.k and (best is None or d < best[1]):
+                best = (pid, d)
+        if len(self._keys[0]):
+            q = np.uint64(fp)
+            for t in range(self.blocks):
+                key = self._rotate(q, t)
+                lo_key = key & np.uint64(0xFFFF000000000000)
+                hi_key = lo_key | np.uint64(0x0000FFFFFFFFFFFF)
+                keys = self._keys[t]
+                lo = int(np.searchsorted(keys, lo_key, side="left"))
+                hi = int(np.searchsorted(keys, hi_key, side="right"))
+                if lo == hi:
+                    continue
+                dist = _popcount64(keys[lo:hi] ^ key)
+                i = int(np.argmin(dist))
+                if dist[i] <= self.k and (best is None or dist[i] < best[1]):
+                    best = (int(self._ids[t][lo + i]), int(dist[i]))
+                    if best[1] == 0:
+                        break
+        return best
+
+    def fingerprints(self) -> tuple[np.ndarray, np.ndarray]:
+        """All (fingerprints, ids), for persistence."""
+        self.merge()
+        return self._unrotate(self._keys[3], 3), self._ids[3]
+
+    def nbytes(self) -> int:
+        return sum(k.nbytes + i.nbytes for k, i in zip(self._keys, self._ids))

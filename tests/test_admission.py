@@ -1,0 +1,60 @@
+"""Trap filters and learned rules of URL admission (pure logic)."""
+
+from __future__ import annotations
+
+from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
+
+
+def admit_chain(adm: Admission, urls: list[str]) -> list[str | None]:
+    out, referer = [], None
+    for url in urls:
+        canonical = adm.check(url, referer)
+        out.append(canonical)
+        if canonical:
+            adm.count(canonical, referer)
+            referer = canonical
+    return out
+
+
+def test_rejections_are_counted_by_reason() -> None:
+    reasons: list[str] = []
+    adm = Admission(AdmissionRules(max_url_length=60, max_path_depth=4, host_page_budget=3),
+                    on_reject=reasons.append)
+    assert adm.check("http://e.com/" + "x" * 80) is None
+    assert adm.check("http://e.com/a/b/c/d/e") is None
+    assert adm.check("http://e.com/a/a/a") is None
+    assert adm.check("http://e.com/%zz") is None
+    for i in range(3):
+        adm.count(adm.check(f"http://e.com/{i}"))
+    assert adm.check("http://e.com/other") is None
+    assert reasons == ["too_long", "path_depth", "repeated_segments", "bad_percent_encoding",
+                       "host_budget"]
+
+
+def test_calendar_chain_is_cut_but_siblings_are_not() -> None:
+    adm = Admission(AdmissionRules(max_pattern_chain=5))
+    chain = admit_chain(adm, [f"http://e.com/cal/2026/{m}" for m in range(1, 30)])
+    assert sum(c is not None for c in chain) == 6 and chain[6] is None
+    # many URLs of one pattern linked from one hub page (an archive index) are fine
+    hub = "http://e.com/archive"
+    adm.count(adm.check(hub))
+    assert all(adm.check(f"http://e.com/post/{i}", hub) for i in range(100))
+
+
+def test_pattern_cap_and_patterns() -> None:
+    assert url_pattern("http://e.com/s/a1b2c3/p/12.html?b=2&a=1") == "/s/#/p/#.html?a&b"
+    adm = Admission(AdmissionRules(pattern_cap=10))
+    for i in range(10):
+        adm.count(adm.check(f"http://e.com/item?id={i}"))
+    assert adm.check("http://e.com/item?id=99") is None
+    assert adm.check("http://e.com/other?id=1") is not None
+
+
+def test_learned_parameter_is_dropped_for_that_host_only() -> None:
+    assert differing_parameter("http://e.com/p?sid=1&a=2", "http://e.com/p?a=2&sid=9") == "sid"
+    assert differing_parameter("http://e.com/p?a=1", "http://e.com/q?a=2") is None
+    assert differing_parameter("http://e.com/p?a=1&b=1", "http://e.com/p?a=2&b=2") is None
+    adm = Admission()
+    assert adm.learn_drop("e.com:8080", "sid")
+    assert adm.check("http://e.com:8080/p?sid=1&a=2") == "http://e.com:8080/p?a=2"
+    assert adm.check("http://other.com/p?sid=1") == "http://other.com/p?sid=1"

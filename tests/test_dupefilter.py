@@ -1,0 +1,61 @@
+"""The Bloom seen set: measured false-positive rate, snapshots, exact mode."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from crawler_ext.dupefilter import MAYBE, BloomDupeFilter
+from scrapy import Request
+
+
+def test_measured_false_positive_rate_is_near_the_target() -> None:
+    df = BloomDupeFilter(capacity=50_000, error_rate=0.01)
+    rng = random.Random(5)
+    added = {rng.getrandbits(64) for _ in range(50_000)}
+    for fp in added:
+        df.seen_fingerprint(fp)
+    probes = [fp for fp in (rng.getrandbits(64) for _ in range(100_000)) if fp not in added]
+    false_hits = sum(fp.to_bytes(8, "big") in df.bloom for fp in probes)
+    rate = false_hits / len(probes)
+    assert rate < 0.02
+    assert abs(df.estimated_fp_rate() - rate) < 0.01
+    assert 8 < df.size_bytes() * 8 / 50_000 < 16  # about 10 bits per URL at 1 %
+
+
+def test_every_added_fingerprint_is_seen() -> None:
+    df = BloomDupeFilter(capacity=1000, error_rate=0.01)
+    fps = [random.Random(1).getrandbits(64) + i for i in range(5000)]  # grows past capacity
+    for fp in fps:
+        df.seen_fingerprint(fp)
+    assert all(df.seen_fingerprint(fp) for fp in fps)
+
+
+def test_request_seen_uses_the_canonical_url_and_snapshots_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "seen.bloom"
+    df = BloomDupeFilter(capacity=1000, path=path)
+    df.open()
+    assert not df.request_seen(Request("http://Example.com:80/a/./b#x"))
+    assert df.request_seen(Request("http://example.com/a/b"))
+    df.snapshot(mark=42)
+    again = BloomDupeFilter(capacity=1000, path=path)
+    again.open()
+    assert again.mark == 42
+    assert again.request_seen(Request("http://example.com/a/b"))
+    assert not again.request_seen(Request("http://example.com/a/c"))
+
+
+def test_exact_mode_never_skips_a_new_url(tmp_path: Path) -> None:
+    # a tiny, overfull Bloom filter: most new URLs look "maybe seen"
+    df = BloomDupeFilter(capacity=1000, error_rate=0.5, path=tmp_path / "seen.bloom", exact=True)
+    df.open()
+    first = list(range(1, 20_001))
+    assert all(df.seen_fingerprint(fp) is not True for fp in first)
+    maybe = [fp for fp in range(20_001, 40_001) if df.seen_fingerprint(fp) is MAYBE]
+    assert len(maybe) > 1000
+    assert not any(df.confirm(maybe))  # all new: none skipped
+    assert all(df.confirm(first[:10] + maybe[:10]))
+    # the same new URL twice in one batch: the first copy is new, the second seen
+    fresh = [fp for fp in range(50_001, 60_001) if df.seen_fingerprint(fp) is MAYBE][0]
+    assert df.confirm([fresh, fresh]) == [False, True]
+    df.close()
