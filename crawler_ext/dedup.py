@@ -11,6 +11,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from crawler_ext.simhash import SimHashIndex, exact_hash, page_text, simhash
 
 __all__ = ["ContentIndex", "Verdict"]
@@ -57,8 +59,13 @@ class ContentIndex:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, url TEXT, "
                          "exact INTEGER, simhash INTEGER)")
-        for doc_id, url, ex, sh in self._db.execute("SELECT * FROM docs ORDER BY id"):
-            self._remember(url, _unsigned(ex), _unsigned(sh), journal=False)
+        rows = self._db.execute("SELECT id, url, exact, simhash FROM docs ORDER BY id").fetchall()
+        for doc_id, url, ex, _ in rows:
+            self.urls.append(url)
+            self.by_exact.setdefault(_unsigned(ex), doc_id)
+        if rows:
+            self.index.bulk_load(np.array([_unsigned(r[3]) for r in rows], dtype=np.uint64),
+                                 np.array([r[0] for r in rows], dtype=np.uint32))
 
     def flush(self) -> None:
         if self._db is not None and self._pending:
@@ -73,12 +80,12 @@ class ContentIndex:
             self._db.close()
             self._db = None
 
-    def _remember(self, url: str, ex: int, sh: int, journal: bool = True) -> None:
+    def _remember(self, url: str, ex: int, sh: int) -> None:
         doc_id = len(self.urls)
         self.urls.append(url)
         self.by_exact.setdefault(ex, doc_id)
         self.index.add(sh, doc_id)
-        if journal and self._db is not None:
+        if self._db is not None:
             self._pending.append((doc_id, url, _signed(ex), _signed(sh)))
             if len(self._pending) >= 1000:
                 self.flush()

@@ -1,7 +1,7 @@
 """Content fingerprints: the text of a page, its exact hash, its 64-bit SimHash, and an index
 that finds stored SimHashes within Hamming distance k without scanning them all.
 
-* ``page_text(html)`` drops scripts, styles, navigation, headers, footers, asides and
+* ``page_text(html)`` drops the head, scripts, styles, navigation, headers, footers, asides and
   link-dense blocks (menus, link lists), then normalises: lower case, digits folded to ``0``
   (timestamps and counters), whitespace collapsed.
 * ``exact_hash(text)``: 64 bits of BLAKE2b over the normalised text.
@@ -12,8 +12,8 @@ that finds stored SimHashes within Hamming distance k without scanning them all.
 * ``SimHashIndex``: permuted-block tables after Manku, Jain & Das Sarma (2007).  For k = 3 the
   64 bits are cut into 4 blocks of 16; two fingerprints within distance 3 agree exactly on at
   least one block (pigeonhole), so each table, sorted by one block first, yields candidates
-  by binary search, which are then verified.  32 bytes per fingerprint (4 sorted uint64
-  arrays) plus 4 bytes of document id.
+  by binary search, which are then verified.  48 bytes per fingerprint: 4 sorted tables of
+  8-byte keys and 4-byte document ids.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ def page_text(html: str | bytes) -> str:
         root = lxml.html.fromstring(html)
     except (ValueError, lxml.etree.ParserError):
         return ""
-    for el in list(root.iter(*_BOILERPLATE_TAGS)):
-        el.drop_tree()
+    for el in list(root.iter("head", *_BOILERPLATE_TAGS)):
+        if el.getparent() is not None:
+            el.drop_tree()
     for el in list(root.iter("div", "ul", "ol", "table", "section", "p")):
         if el.getparent() is None:
             continue
@@ -58,7 +59,7 @@ def page_text(html: str | bytes) -> str:
         link_text = sum(len(a.text_content()) for a in el.iter("a"))
         if el.tag in ("ul", "ol", "div", "table", "section") and link_text > 0.5 * len(text):
             el.drop_tree()  # a menu or a list of links
-    text = root.text_content().lower()
+    text = " ".join(root.itertext()).lower()  # a space between elements: <h1>a</h1><p>b</p>
     return " ".join(_WORD.findall(_DIGITS.sub("0", text)))
 
 
@@ -133,6 +134,17 @@ class SimHashIndex:
         self._pending.append((fp, doc_id))
         if len(self._pending) >= self._buffer:
             self.merge()
+
+    def bulk_load(self, fps: np.ndarray, ids: np.ndarray) -> None:
+        """Add many fingerprints at once (one sort per table instead of incremental inserts)."""
+        self.merge()
+        fps = np.asarray(fps, dtype=np.uint64)
+        ids = np.asarray(ids, dtype=np.uint32)
+        for t in range(self.blocks):
+            keys = np.concatenate([self._keys[t], self._rotate(fps, t)])
+            tids = np.concatenate([self._ids[t], ids])
+            order = np.argsort(keys, kind="stable")
+            self._keys[t], self._ids[t] = keys[order], tids[order]
 
     def merge(self) -> None:
         if not self._pending:

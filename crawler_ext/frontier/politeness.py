@@ -3,8 +3,9 @@
 delay = clamp(latency_factor x response time, min_delay, max_delay), floored by the host's
 robots.txt Crawl-delay; 429/503, timeouts and connection errors multiply it (x backoff_factor,
 capped at backoff_max), and each success halves that multiplier again.  A 429/503 also
-raises a learned floor to twice the gap that drew it, which decays by 10 % per success, so a
-rate-limited host settles just above its limit instead of being refused every other fetch.
+raises a learned floor (capped at backoff_max, not max_delay: it is the server's own word) to
+twice the gap that drew it, which decays by 5 % per success, so a rate-limited host settles
+above its limit instead of being refused every other fetch.
 A Retry-After header on a 429/503 is honoured exactly.
 """
 
@@ -71,14 +72,14 @@ class PolitenessPolicy:
         failed = outcome.status is None or outcome.status in BACKOFF_STATUSES
         if failed:
             if outcome.status is not None:  # refused: the last gap was too short
-                state.floor = min(max(state.floor, 2 * state.delay), self.max_delay)
+                state.floor = min(max(state.floor, 2 * state.delay), self.backoff_max)
             state.backoff = min(state.backoff * self.backoff_factor, self.backoff_max)
             delay = min(self.base_delay(outcome.latency, state) * state.backoff,
                         max(self.backoff_max, self.min_delay))
         else:
             # decay gradually, so a rate-limited host is not hit at full speed right away
             state.backoff = max(1.0, state.backoff / 2)
-            state.floor *= 0.9
+            state.floor *= 0.95
             delay = max(min(self.base_delay(outcome.latency, state) * state.backoff,
                             max(self.backoff_max, self.min_delay)), state.floor)
         if outcome.retry_after is not None and outcome.status in BACKOFF_STATUSES:

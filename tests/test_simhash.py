@@ -1,0 +1,75 @@
+"""SimHash, the permuted-block index, and page text extraction (pure logic)."""
+
+from __future__ import annotations
+
+import random
+
+from crawler_ext.dedup import ContentIndex
+from crawler_ext.simhash import SimHashIndex, exact_hash, hamming, page_text, simhash
+from crawler_ext.testweb import TestWeb
+
+
+def test_common_word_hundreds_of_times_hashes_without_error() -> None:
+    # the simhash package 2.1.2 overflows (uint8 weights) past 50 repetitions of a feature
+    text = " ".join(["the cat sat"] * 400 + ["on the mat"] * 300)
+    fp = simhash(text)
+    assert 0 < fp < 1 << 64
+    assert simhash(text) == fp  # deterministic across calls (and processes: no hash())
+
+
+def test_similar_texts_are_close_and_different_texts_far() -> None:
+    rng = random.Random(3)
+    words = [f"w{rng.randrange(5000)}" for _ in range(400)]
+    base = " ".join(words)
+    edited = " ".join(words[:200] + ["changed"] + words[201:])
+    other = " ".join(f"w{rng.randrange(5000)}" for _ in range(400))
+    assert hamming(simhash(base), simhash(edited)) <= 3
+    assert hamming(simhash(base), simhash(other)) > 10
+
+
+def test_page_text_drops_boilerplate_and_folds_digits() -> None:
+    html = """<html><head><script>var x=1</script><style>p{}</style></head><body>
+      <div class="nav"><a href="/">Home</a></div><nav>menu</nav>
+      <div id="main"><h1>Title</h1><p>Body text of 2026 here.</p>
+        <ul><li><a href="/a">link one</a></li><li><a href="/b">link two</a></li></ul></div>
+      <footer>Copyright</footer></body></html>"""
+    assert page_text(html) == "title body text of 0000 here"
+
+
+def test_index_finds_everything_within_k_and_nothing_beyond() -> None:
+    rng = random.Random(9)
+    index = SimHashIndex(k=3, buffer=100)
+    stored = [rng.getrandbits(64) for _ in range(5000)]
+    for i, fp in enumerate(stored):
+        index.add(fp, i)
+    for i in rng.sample(range(5000), 200):
+        bits = rng.sample(range(64), rng.randint(0, 3))
+        q = stored[i]
+        for b in bits:
+            q ^= 1 << b
+        doc, dist = index.nearest(q)
+        assert doc == i and dist == len(bits)
+    for _ in range(200):  # random queries are (with overwhelming odds) far from everything
+        q = rng.getrandbits(64)
+        brute = min(hamming(q, s) for s in stored)
+        assert (index.nearest(q) is None) == (brute > 3)
+
+
+def test_test_web_mirrors_and_print_versions_are_caught_but_not_distinct_pages() -> None:
+    web = TestWeb(seed=1, hosts=20, pages=12)
+    index = ContentIndex(distance=3)
+    verdicts = {}
+    for host in (0, 8):  # host 8 mirrors host 0
+        for n in range(12):
+            path = web.page_path(n)
+            body = web.respond(f"h{host:04d}.web.test", path, 80, 0.0).body
+            verdicts[(host, path)] = index.check(f"h{host}{path}", body)
+        for n in range(1, 12, 4):
+            body = web.respond(f"h{host:04d}.web.test", f"/print/{n}.html", 80, 5.0).body
+            verdicts[(host, f"/print/{n}.html")] = index.check(f"h{host}/print/{n}", body)
+    assert all(v.kind == "unique" for (h, p), v in verdicts.items() if h == 0 and "print" not in p)
+    assert all(v.kind == "exact" for (h, p), v in verdicts.items() if h == 8 and "print" not in p)
+    near = [v for (h, p), v in verdicts.items() if h == 0 and "print" in p]
+    assert near and all(v.kind == "near" and v.original == f"h0/p/{p}.html"
+                        for v, p in zip(near, (1, 5, 9)))
+    assert exact_hash("a b") != exact_hash("a  c")
