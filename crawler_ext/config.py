@@ -182,6 +182,12 @@ _SPECS = [
             "Drop session parameters (sessionid, sid, PHPSESSID, jsessionid)."),
     Setting("CRAWLER_EXT_URL_STRIP_TRACKING", True, _bool,
             "Drop tracking parameters (utm_*, fbclid, gclid, ...)."),
+    Setting("CRAWLER_EXT_WARC_DIR", "warcs", _optional_str,
+            "Directory of the WARC files and their CDXJ indexes (empty: archiving off)."),
+    Setting("CRAWLER_EXT_WARC_MAX_SIZE", 1_000_000_000, _number(int, 1024),
+            "A WARC file is closed and the next one opened past this many bytes."),
+    Setting("CRAWLER_EXT_WARC_PREFIX", "crawler_ext", str,
+            "Prefix of WARC file names (prefix-timestamp-serial-host.warc.gz)."),
 ]
 
 SETTINGS: dict[str, Setting] = {spec.name: spec for spec in _SPECS}

@@ -42,3 +42,6 @@ DUPEFILTER_CLASS = "crawler_ext.dupefilter.BloomDupeFilter"
 
 # Content dedup: exact hash + SimHash after download (below HttpCompression, 590).
 DOWNLOADER_MIDDLEWARES = {"crawler_ext.middlewares.ContentDedupMiddleware": 450}
+
+# WARC archive of every fetch (CRAWLER_EXT_WARC_DIR, default ./warcs).
+ITEM_PIPELINES = {"crawler_ext.pipelines.WarcPipeline": 800}

@@ -110,6 +110,7 @@ class WebSpider(scrapy.Spider):
             "noindex": directives.noindex,
             "nofollow": directives.nofollow,
             "canonical": directives.canonical,
+            "dedup": response.meta.get("dedup"),
         }
         for url in links:
             yield response.follow(url, callback=self.parse)

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ import pytest
 from crawler_ext.testweb import TestWebServer
 
 ROOT = Path(__file__).resolve().parents[1]
+# warcio's command line (warcio check / warcio index), run with this interpreter
+WARCIO = [sys.executable, "-c", "import sys; from warcio.cli import main; sys.exit(main())"]
 
 
 @dataclass
@@ -37,7 +40,11 @@ def run_crawl(*args: str, settings: dict | None = None, items_path: Path | None 
         cmd += ["-O", f"{items_path}:jsonlines"]
         stats_path = items_path.with_suffix(".stats.json")
         cmd += ["-s", f"CRAWLER_EXT_STATS_FILE={stats_path}"]
-    for name, value in (settings or {}).items():
+    settings = dict(settings or {})
+    if "CRAWLER_EXT_WARC_DIR" not in settings:  # never archive into the checkout
+        base = items_path.parent if items_path is not None else Path(tempfile.mkdtemp())
+        settings["CRAWLER_EXT_WARC_DIR"] = str(base / "warcs")
+    for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     run_env = dict(os.environ, **(env or {}))
     run_env.setdefault("PYTHONPATH", str(ROOT))

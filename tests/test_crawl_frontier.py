@@ -10,9 +10,12 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from conftest import ROOT, run_crawl
+from conftest import ROOT, WARCIO, run_crawl
+
+from warcio.archiveiterator import ArchiveIterator
 
 from crawler_ext.testweb import politeness_violations, read_log
+from crawler_ext.warc.cdxj import read_index
 
 
 def base_settings(web, **extra) -> dict:
@@ -66,9 +69,12 @@ def test_429_and_503_back_off_and_retry_after_is_honoured(testweb_factory, tmp_p
 def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=20, pages=10, hazards=False)
     jobdir = tmp_path / "job"
+    warcs = tmp_path / "warcs"
     settings = base_settings(web, ROBOTSTXT_OBEY=False, JOBDIR=str(jobdir),
                              CRAWLER_EXT_FRONTIER_BACKEND="sqlite",
-                             CRAWLER_EXT_POLITENESS_MIN_DELAY=0.3)
+                             CRAWLER_EXT_POLITENESS_MIN_DELAY=0.3,
+                             CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL=1,
+                             CRAWLER_EXT_WARC_DIR=str(warcs))
     cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={web.url(0)}"]
     for k, v in settings.items():
         cmd += ["-s", f"{k}={v}"]
@@ -93,3 +99,20 @@ def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path) -> None
     # only requests in flight (or not yet committed as done) at the kill are fetched again
     assert len(twice) <= 64
     assert politeness_violations([e for e in log if e.start > before[-1].end + 0.5], 0.3) == []
+    # the WARC file the kill left open was closed at restart; every record reads back
+    assert not list(warcs.glob("*.open"))
+    files = sorted(warcs.glob("*.warc.gz"))
+    assert len(files) == 2
+    archived = set()
+    for path in files:
+        check = subprocess.run([*WARCIO, "check", "-v", str(path)],
+                               capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        with open(path, "rb") as fh:
+            archived |= {r.rec_headers.get_header("WARC-Target-URI")
+                         for r in ArchiveIterator(fh) if r.rec_type in ("response", "revisit")}
+    indexed = set()
+    for path in warcs.glob("*.cdxj"):
+        indexed |= {data["url"] for _, _, data in read_index(path)
+                    if data["mime"] != "warc/metadata"}
+    assert archived == indexed and len(archived) >= 200

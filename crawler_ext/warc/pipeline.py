@@ -1,0 +1,170 @@
+"""``WarcPipeline``: every fetch archived as WARC/1.1 records, as it was transferred.
+
+    ITEM_PIPELINES = {"crawler_ext.pipelines.WarcPipeline": 800}
+
+It listens to ``response_downloaded``, which Scrapy sends before the downloader middlewares
+run, so the response record holds the status line, the original headers and the body bytes
+as received (``Content-Encoding`` intact; only the chunked transfer coding is undone, and the
+``Transfer-Encoding`` header is dropped with it).  For each fetch it writes a request record
+and a response record linked by ``WARC-Concurrent-To``; a body whose payload digest was
+archived before becomes a ``revisit`` record (profile identical-payload-digest, referring to
+the first capture), and a 304 a revisit of profile server-not-modified.  Items (one per page
+the spider parsed) add a ``metadata`` record: outlinks, fetch timing, the dedup verdict.
+Pages the content-dedup middleware dropped get a metadata record naming their original.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import logging
+from collections import OrderedDict
+from http import HTTPStatus
+from typing import Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from warcio.statusandheaders import StatusAndHeaders
+
+from crawler_ext import config
+from crawler_ext.signals import content_duplicate
+from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
+
+__all__ = ["WarcPipeline", "payload_digest"]
+
+logger = logging.getLogger(__name__)
+_DROP_HEADERS = {b"transfer-encoding"}
+
+
+def payload_digest(body: bytes) -> str:
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+def _status_line(status: int) -> str:
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"{status} Unknown"
+
+
+class WarcPipeline:
+    def __init__(self, writer: WarcFileWriter, stats: Any = None) -> None:
+        self.writer = writer
+        self.stats = stats
+        self._first_capture: dict[str, tuple[str, str]] = {}  # payload digest -> (uri, date)
+        self._captures: OrderedDict[str, str] = OrderedDict()  # url -> response record id
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> WarcPipeline:
+        s = crawler.settings
+        directory = config.get(s, "CRAWLER_EXT_WARC_DIR")
+        if not directory:
+            raise NotConfigured("CRAWLER_EXT_WARC_DIR is empty: WARC archiving is off")
+        writer = WarcFileWriter(
+            directory, prefix=config.get(s, "CRAWLER_EXT_WARC_PREFIX"),
+            max_size=config.get(s, "CRAWLER_EXT_WARC_MAX_SIZE"),
+            info={"robots": "obey" if s.getbool("ROBOTSTXT_OBEY") else "ignore",
+                  "http-header-user-agent": s.get("USER_AGENT") or "",
+                  "isPartOf": crawler.spidercls.name})
+        pipeline = cls(writer, crawler.stats)
+        crawler.signals.connect(pipeline.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(pipeline.duplicate, signal=content_duplicate)
+        return pipeline
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def open_spider(self, spider: Any = None) -> None:
+        self.writer.open()
+
+    def close_spider(self, spider: Any = None) -> None:
+        self.writer.close()
+        if self.stats is not None:
+            self.stats.set_value("warc/files", len(self.writer.files))
+            self.stats.set_value("warc/bytes", self.writer.bytes_written)
+        logger.info("WARC: %d records, %.1f MB in %d file(s) under %s", self.writer.records,
+                    self.writer.bytes_written / 1e6, len(self.writer.files), self.writer.directory)
+
+    # -- records ---------------------------------------------------------------------------
+    def response_downloaded(self, response: Any, request: Any, spider: Any = None) -> None:
+        b = self.writer.builder
+        uri = request.url
+        req_head = StatusAndHeaders(
+            f"{request.method} {_request_target(uri)} HTTP/1.1",
+            [(k.decode("latin-1"), v.decode("latin-1"))
+             for k, vs in request.headers.items() for v in vs], is_http_request=True)
+        resp_head = StatusAndHeaders(
+            _status_line(response.status),
+            [(k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items()
+             if k.lower() not in _DROP_HEADERS for v in vs],
+            protocol=response.protocol or "HTTP/1.1")
+        warc_headers = {}
+        if response.ip_address is not None:
+            warc_headers["WARC-IP-Address"] = str(response.ip_address)
+        body = response.body
+        digest = payload_digest(body)
+        first = self._first_capture.get(digest)
+        if response.status == 304:
+            record = b.create_revisit_record(
+                uri, digest, uri, b.curr_warc_date(), http_headers=resp_head,
+                warc_headers_dict=warc_headers)
+            record.rec_headers.replace_header(
+                "WARC-Profile", "http://netpreserve.org/warc/1.1/revisit/server-not-modified")
+            kind = "revisit"
+        elif first is not None and body:
+            record = b.create_revisit_record(uri, digest, first[0], first[1],
+                                             http_headers=resp_head,
+                                             warc_headers_dict=warc_headers)
+            kind = "revisit"
+        else:
+            warc_headers["WARC-Payload-Digest"] = digest
+            record = b.create_warc_record(uri, "response", payload=io.BytesIO(body),
+                                          length=len(body), http_headers=resp_head,
+                                          warc_headers_dict=warc_headers)
+            kind = "response"
+        self.writer.write(record)
+        rec_id = record.rec_headers.get_header("WARC-Record-ID")
+        date = record.rec_headers.get_header("WARC-Date")
+        if kind == "response" and body:
+            self._first_capture.setdefault(digest, (uri, date))
+        req_record = b.create_warc_record(uri, "request", http_headers=req_head,
+                                          warc_headers_dict={"WARC-Date": date,
+                                                             "WARC-Concurrent-To": rec_id})
+        self.writer.write(req_record)
+        self._captures[uri] = rec_id
+        if len(self._captures) > 100_000:
+            self._captures.popitem(last=False)
+        if self.stats is not None:
+            self.stats.inc_value(f"warc/records/{kind}")
+
+    def process_item(self, item: Any, spider: Any = None) -> Any:
+        url = item.get("final_url") or item.get("url")
+        data = {k: item.get(k) for k in ("url", "final_url", "status", "depth", "fetch_time",
+                                         "fetched_at", "links", "canonical", "noindex")}
+        data["dedup"] = item.get("dedup")
+        self._metadata(url, data)
+        return item
+
+    def duplicate(self, url: str, original: str, kind: str, distance: int = 0, **_: Any) -> None:
+        """A page the content-dedup middleware stopped: an alias record naming its original."""
+        self._metadata(url, {"url": url, "dedup": {"verdict": kind, "original": original,
+                                                   "distance": distance}})
+
+    def _metadata(self, url: str, data: dict) -> None:
+        b = self.writer.builder
+        headers = {"Content-Type": "application/json"}
+        rec_id = self._captures.get(url)
+        if rec_id:
+            headers["WARC-Refers-To"] = rec_id
+        payload = metadata_payload(data)
+        record = b.create_warc_record(url, "metadata", payload=io.BytesIO(payload),
+                                      length=len(payload), warc_content_type="application/json",
+                                      warc_headers_dict=headers)
+        self.writer.write(record)
+        if self.stats is not None:
+            self.stats.inc_value("warc/records/metadata")
+
+
+def _request_target(url: str) -> str:
+    rest = url.split("//", 1)[-1]
+    slash = rest.find("/")
+    return rest[slash:] if slash >= 0 else "/"
