@@ -39,12 +39,15 @@ def read_index(path: str | Path) -> Iterator[tuple[str, str, dict]]:
             yield key, ts, json.loads(data)
 
 
-def lookup(index_dir: str | Path, url: str) -> list[tuple[str, int, int]]:
-    """Every capture of ``url`` in the CDXJ files of ``index_dir``: (WARC file, offset, length)."""
+def lookup(index_dir: str | Path, url: str,
+           metadata: bool = False) -> list[tuple[str, int, int]]:
+    """Every capture (response or revisit; with ``metadata``, metadata records too) of
+    ``url`` in the CDXJ files of ``index_dir``: (WARC file name, offset, length)."""
     key = surt(url)
     found = []
     for path in sorted(Path(index_dir).glob("*.cdxj")):
         for k, _, data in read_index(path):
-            if k == key and data.get("url") == url:
+            if k == key and data.get("url") == url and (
+                    metadata or data.get("mime") != "warc/metadata"):
                 found.append((data["filename"], int(data["offset"]), int(data["length"])))
     return found
