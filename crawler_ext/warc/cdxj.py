@@ -11,7 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["surt", "cdxj_line", "lookup", "read_index"]
+__all__ = ["surt", "cdxj_line", "lookup", "metadata_uri", "read_index"]
+
+
+def metadata_uri(url: str) -> str:
+    """Target URI of a page's metadata record: ``metadata://host/path`` (Heritrix style), so
+    replay tools never serve it in place of the page."""
+    return "metadata://" + url.split("://", 1)[-1]
 
 
 def surt(url: str) -> str:
@@ -44,10 +50,10 @@ def lookup(index_dir: str | Path, url: str,
     """Every capture (response or revisit; with ``metadata``, metadata records too) of
     ``url`` in the CDXJ files of ``index_dir``: (WARC file name, offset, length)."""
     key = surt(url)
+    wanted = {url, metadata_uri(url)} if metadata else {url}
     found = []
     for path in sorted(Path(index_dir).glob("*.cdxj")):
         for k, _, data in read_index(path):
-            if k == key and data.get("url") == url and (
-                    metadata or data.get("mime") != "warc/metadata"):
+            if k == key and data.get("url") in wanted:
                 found.append((data["filename"], int(data["offset"]), int(data["length"])))
     return found

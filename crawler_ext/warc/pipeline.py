@@ -29,6 +29,7 @@ from warcio.statusandheaders import StatusAndHeaders
 
 from crawler_ext import config
 from crawler_ext.signals import content_duplicate
+from crawler_ext.warc.cdxj import metadata_uri
 from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
 
 __all__ = ["WarcPipeline", "payload_digest"]
@@ -156,7 +157,7 @@ class WarcPipeline:
         if rec_id:
             headers["WARC-Refers-To"] = rec_id
         payload = metadata_payload(data)
-        record = b.create_warc_record(url, "metadata", payload=io.BytesIO(payload),
+        record = b.create_warc_record(metadata_uri(url), "metadata", payload=io.BytesIO(payload),
                                       length=len(payload), warc_content_type="application/json",
                                       warc_headers_dict=headers)
         self.writer.write(record)
