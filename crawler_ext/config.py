@@ -118,6 +118,8 @@ class Setting:
 
 
 _SPECS = [
+    Setting("CRAWLER_EXT_BLOCKLIST", None, _optional_str,
+            "File of hosts or URL prefixes never to fetch; re-read when it changes."),
     Setting("CRAWLER_EXT_BLOOM_CAPACITY", 1_000_000, _number(int, 1000),
             "Initial capacity of the scalable Bloom seen set (it grows past it)."),
     Setting("CRAWLER_EXT_BLOOM_ERROR_RATE", 0.01, _number(float, 1e-9),
@@ -170,6 +172,14 @@ _SPECS = [
             "Requests in flight at once per politeness key."),
     Setting("CRAWLER_EXT_POLITENESS_MIN_DELAY", 1.0, _number(float, 0),
             "Lower clamp of the adaptive per-host delay, seconds."),
+    Setting("CRAWLER_EXT_ROBOTS_AGENT", None, _optional_str,
+            "robots.txt user-agent token; default: the product token of USER_AGENT."),
+    Setting("CRAWLER_EXT_ROBOTS_MAX_FAILURES", 3, _number(int, 1),
+            "5xx/unreachable robots.txt answers in a row before the origin's URLs are dropped."),
+    Setting("CRAWLER_EXT_ROBOTS_RETRY_BASE", 60.0, _number(float, 0),
+            "Seconds before fetching a failed (5xx) robots.txt again; doubles per failure."),
+    Setting("CRAWLER_EXT_ROBOTS_TTL", 86400.0, _number(float, 1),
+            "Seconds a robots.txt answer is cached (at most 24 h)."),
     Setting("CRAWLER_EXT_SEEN_MODE", "bloom", _choice("bloom", "bloom+exact"),
             "bloom, or bloom+exact: confirm Bloom hits on an exact on-disk set (no URL skipped)."),
     Setting("CRAWLER_EXT_SIMHASH_DISTANCE", 3, _number(int, 0),

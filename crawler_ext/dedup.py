@@ -67,7 +67,7 @@ class ContentIndex:
             self.index.bulk_load(np.array([_unsigned(r[3]) for r in rows], dtype=np.uint64),
                                  np.array([r[0] for r in rows], dtype=np.uint32))
 
-    def flush(self) -> None:
+    def flush(self, **_: object) -> None:
         if self._db is not None and self._pending:
             self._db.execute("BEGIN")
             self._db.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?, ?)", self._pending)

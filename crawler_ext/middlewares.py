@@ -26,7 +26,7 @@ from scrapy.utils.job import job_dir
 
 from crawler_ext import config
 from crawler_ext.dedup import ContentIndex
-from crawler_ext.signals import content_duplicate
+from crawler_ext.signals import content_duplicate, frontier_commit
 
 __all__ = ["ContentDedupMiddleware"]
 
@@ -54,6 +54,7 @@ class ContentDedupMiddleware:
         mw = cls(index, config.get(s, "CRAWLER_EXT_DEDUP_ACTION"), crawler)
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(index.flush, signal=frontier_commit)
         return mw
 
     def spider_opened(self, spider: Any = None) -> None:

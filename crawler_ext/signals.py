@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["content_duplicate"]
+__all__ = ["content_duplicate", "frontier_commit", "sitemaps_found"]
 
 #: A fetched page duplicates an earlier one.  Arguments: ``url``, ``original`` (URL),
 #: ``kind`` ("exact" or "near"), ``distance`` (SimHash bits).  The frontier scheduler learns
 #: per-host canonicalisation rules and lowers the priority of duplicate-prone URL patterns.
 content_duplicate = object()
+
+#: robots.txt of an origin listed sitemaps.  Arguments: ``origin``, ``sitemaps`` (URLs).
+sitemaps_found = object()
+
+#: The frontier is about to commit its journal (requests done, links admitted).  Components
+#: that write what those requests produced (WARC records, the content index) flush it now, so
+#: that after a kill -9 nothing the journal calls done is missing from their files.
+frontier_commit = object()

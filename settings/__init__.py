@@ -40,8 +40,13 @@ EXTENSIONS = {"crawler_ext.statsfile.StatsFile": 0}
 # The seen set: a Bloom filter over 64-bit fingerprints of canonical URLs.
 DUPEFILTER_CLASS = "crawler_ext.dupefilter.BloomDupeFilter"
 
-# Content dedup: exact hash + SimHash after download (below HttpCompression, 590).
-DOWNLOADER_MIDDLEWARES = {"crawler_ext.middlewares.ContentDedupMiddleware": 450}
+# Content dedup: exact hash + SimHash after download (below HttpCompression, 590).  The
+# frontier fetches robots.txt itself (RFC 9309, paced like any fetch), so Scrapy's robots
+# middleware is off; ROBOTSTXT_OBEY still says whether robots.txt is obeyed.
+DOWNLOADER_MIDDLEWARES = {
+    "crawler_ext.middlewares.ContentDedupMiddleware": 450,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+}
 
 # WARC archive of every fetch (CRAWLER_EXT_WARC_DIR, default ./warcs).
 ITEM_PIPELINES = {"crawler_ext.pipelines.WarcPipeline": 800}

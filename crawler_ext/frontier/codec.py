@@ -13,7 +13,7 @@ from typing import Any
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-__all__ = ["encode_request", "decode_request"]
+__all__ = ["encode_request", "decode_request", "entry_url"]
 
 # meta keys that the frontier and Scrapy set themselves and that need not survive storage
 _TRANSIENT_META = frozenset({"download_slot", "download_latency", "download_timeout",
@@ -49,3 +49,10 @@ def decode_request(blob: bytes, spider: Any) -> Request:
         meta = {"depth": depth} if depth else {}
         return Request(url.decode("utf-8"), meta=meta)
     return request_from_dict(pickle.loads(blob[1:]), spider=spider)
+
+
+def entry_url(blob: bytes) -> str:
+    """The URL of a stored request, without building the request."""
+    if blob[:1] == b"U":
+        return blob.partition(b"\x00")[2].decode("utf-8")
+    return pickle.loads(blob[1:])["url"]

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, FrontierStore
 
-__all__ = ["Frontier", "Dispatch", "WeightedBands"]
+__all__ = ["DROP", "Frontier", "Dispatch", "Gate", "WeightedBands"]
+
+DROP = "drop"
+#: A gate looks at the entry about to be dispatched and answers: the entry itself (go), a
+#: substitute entry to dispatch first (a prerequisite such as robots.txt; the entry waits),
+#: a time to hold the entry's key until, or DROP.
+Gate = Callable[[Entry, float], "Entry | float | str"]
 
 
 class WeightedBands:
@@ -136,7 +142,7 @@ class Frontier:
         self.store.heap_push(key, max(now, state.next_allowed))
 
     # -- dispatch ------------------------------------------------------------------------------
-    def next(self, now: float) -> Entry | None:
+    def next(self, now: float, gate: Gate | None = None) -> Entry | None:
         """The next entry whose key may be contacted now, or None."""
         self._refill(now)
         while True:
@@ -149,9 +155,27 @@ class Frontier:
             if entry is None:
                 self._deactivate(key)
                 continue
+            verdict = gate(entry, now) if gate is not None else entry
+            if verdict == DROP:
+                self.store.complete([entry.id])
+                self._stat("frontier/dropped", 1)
+                if self.store.back_size(key) or self.store.host(key).in_flight:
+                    self._schedule(key, now)
+                else:
+                    self._deactivate(key)
+                continue
+            if isinstance(verdict, float):  # hold the key until then
+                self.store.back_push(entry)
+                self._in_heap.add(key)
+                self.store.heap_push(key, verdict)
+                continue
+            if verdict is not entry:  # a prerequisite goes first; the entry waits its turn
+                self.store.back_push(entry)
+                entry = verdict  # type: ignore[assignment]
             state = self.store.host(key)
             state.in_flight += 1
-            self.store.lease(entry)
+            if entry.id:
+                self.store.lease(entry)
             self._schedule(key, now)  # more in flight allowed for this key?
             return entry
 
@@ -187,7 +211,9 @@ class Frontier:
 
     def complete(self, entry_ids: list[int]) -> None:
         """The requests' responses were processed (their links admitted): forget them."""
-        self.store.complete(entry_ids)
+        ids = [i for i in entry_ids if i]  # 0: a prerequisite, never stored
+        if ids:
+            self.store.complete(ids)
 
     def set_crawl_delay(self, key: str, seconds: float | None) -> None:
         """robots.txt Crawl-delay: a floor on the key's delay from its next fetch on."""

@@ -28,8 +28,9 @@ from twisted.internet import reactor, task
 from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
 from crawler_ext.dupefilter import MAYBE
-from crawler_ext.frontier.codec import decode_request, encode_request
-from crawler_ext.frontier.core import Frontier
+from crawler_ext.blocklist import Blocklist
+from crawler_ext.frontier.codec import decode_request, encode_request, entry_url
+from crawler_ext.frontier.core import DROP, Frontier
 from crawler_ext.frontier.politeness import (
     BACKOFF_STATUSES,
     Outcome,
@@ -39,7 +40,8 @@ from crawler_ext.frontier.politeness import (
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
-from crawler_ext.signals import content_duplicate
+from crawler_ext.robots import Decision, RobotsCache, origin_of
+from crawler_ext.signals import content_duplicate, frontier_commit, sitemaps_found
 from crawler_ext.urls import fingerprint, host_of
 
 if TYPE_CHECKING:
@@ -85,6 +87,8 @@ class FrontierScheduler(BaseScheduler):
         snapshot_interval: float = 60.0,
         rules_path: Path | None = None,
         learn_min_evidence: int = 3,
+        robots: RobotsCache | None = None,
+        blocklist: Blocklist | None = None,
     ) -> None:
         self.frontier = frontier
         self.df = dupefilter
@@ -101,6 +105,9 @@ class FrontierScheduler(BaseScheduler):
         self.learn_min_evidence = learn_min_evidence
         self._evidence: Counter[tuple[str, str]] = Counter()
         self._dup_patterns: Counter[tuple[str, str]] = Counter()
+        self.robots = robots  # None: robots.txt not obeyed
+        self.blocklist = blocklist or Blocklist()
+        self._robots_redirects: list[Request] = []
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self._wake_call: Any = None
@@ -146,7 +153,14 @@ class FrontierScheduler(BaseScheduler):
                    log_interval=get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
                    snapshot_interval=get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"),
                    rules_path=Path(job_dir(s)) / "learned_rules.json" if job_dir(s) else None,
-                   learn_min_evidence=get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"))
+                   learn_min_evidence=get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"),
+                   robots=RobotsCache(
+                       agent=get("CRAWLER_EXT_ROBOTS_AGENT") or _product_token(s.get("USER_AGENT")),
+                       ttl=get("CRAWLER_EXT_ROBOTS_TTL"),
+                       retry_base=get("CRAWLER_EXT_ROBOTS_RETRY_BASE"),
+                       max_failures=get("CRAWLER_EXT_ROBOTS_MAX_FAILURES"))
+                   if s.getbool("ROBOTSTXT_OBEY") else None,
+                   blocklist=Blocklist(get("CRAWLER_EXT_BLOCKLIST")))
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, spider: Spider) -> Any:
@@ -207,6 +221,12 @@ class FrontierScheduler(BaseScheduler):
             logger.warning("Frontier: DOWNLOAD_DELAY/AUTOTHROTTLE add a second delay on top of "
                            "the frontier's politeness; set DOWNLOAD_DELAY=0 and disable "
                            "AutoThrottle to let CRAWLER_EXT_POLITENESS_* govern alone")
+        mws = {**s.getdict("DOWNLOADER_MIDDLEWARES_BASE"), **s.getdict("DOWNLOADER_MIDDLEWARES")}
+        if self.robots is not None and mws.get(
+                "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware") is not None:
+            logger.warning("Frontier: the frontier fetches robots.txt itself (RFC 9309); disable "
+                           "Scrapy's RobotsTxtMiddleware in DOWNLOADER_MIDDLEWARES to avoid a "
+                           "second, unpaced robots.txt fetch")
         if s.getint("CONCURRENT_REQUESTS_PER_DOMAIN") < self.frontier.max_in_flight:
             logger.warning("Frontier: CONCURRENT_REQUESTS_PER_DOMAIN is below "
                            "CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT: requests will wait in "
@@ -214,12 +234,68 @@ class FrontierScheduler(BaseScheduler):
 
     # -- the scheduler interface -------------------------------------------------------------
     def has_pending_requests(self) -> bool:
-        return self.frontier.pending() > 0 or bool(self._unconfirmed)
+        return self.frontier.pending() > 0 or bool(self._unconfirmed or self._robots_redirects)
+
+    # -- robots.txt and the blocklist, checked when a URL's turn comes ----------------------
+    def _gate(self, entry: Entry, now: float) -> Entry | float | str:
+        url = entry_url(entry.data)
+        if self.blocklist.blocked(url):
+            self._inc("frontier/blocked")
+            return DROP
+        if self.robots is None:
+            return entry
+        decision, when = self.robots.decide(url, now)
+        if decision is Decision.FETCH:
+            return entry
+        if decision is Decision.NEED_ROBOTS:
+            origin = origin_of(url)
+            self.robots.fetching(origin)
+            return Entry(entry.key, 0, b"R" + origin.encode("ascii"))
+        if decision is Decision.WAIT:
+            return when
+        self._inc("robots/disallowed" if decision is Decision.DISALLOWED else "robots/gave_up")
+        return DROP
+
+    def _robots_request(self, origin: str) -> Request:
+        return Request(origin + "/robots.txt", callback=self._robots_parsed,
+                       errback=self._robots_failed, dont_filter=True, priority=1000,
+                       meta={"crawler_ext_robots": origin, "dont_retry": True,
+                             "handle_httpstatus_all": True, "dont_merge_cookies": True})
+
+    def _robots_parsed(self, response: Response) -> None:
+        """Callback of robots.txt requests: the record was kept in _on_downloaded."""
+        return None
+
+    def _robots_failed(self, failure: Any) -> None:
+        return None
+
+    def _robots_answer(self, request: Request, status: int | None, body: bytes) -> None:
+        origin = request.meta["crawler_ext_robots"]
+        if status is not None and 300 <= status < 400:
+            return  # RedirectMiddleware follows it (up to REDIRECT_MAX_TIMES)
+        assert self.robots is not None
+        state = self.robots.fetched(origin, status, body, time.time())
+        self._inc(f"robots/status/{status if status is not None else 'unreachable'}")
+        key = politeness_key(origin + "/")
+        if state.crawl_delay is not None:
+            self._inc("robots/crawl_delay")
+        self.frontier.set_crawl_delay(key, state.crawl_delay)
+        if state.sitemaps:
+            self._inc("robots/sitemaps", len(state.sitemaps))
+            if self.crawler is not None:
+                self.crawler.signals.send_catch_log(sitemaps_found, origin=origin,
+                                                    sitemaps=state.sitemaps)
 
     def __len__(self) -> int:
         return self.frontier.pending()
 
     def enqueue_request(self, request: Request) -> bool:
+        if request.meta.get("crawler_ext_robots"):  # a robots.txt redirect: fetch it next
+            self._robots_redirects.append(request)
+            return True
+        if self.blocklist.blocked(request.url):
+            self._inc("admission/rejected/blocklist")
+            return False
         referer = request.headers.get("Referer")
         referer_url = referer.decode("latin-1") if referer else None
         canonical = self.admission.check(request.url, referer_url)
@@ -228,7 +304,9 @@ class FrontierScheduler(BaseScheduler):
         if canonical != request.url:
             request = request.replace(url=canonical)
         fp = fingerprint(canonical)
-        if not request.dont_filter:
+        # a redirect's target always meets the seen set: Scrapy copies dont_filter from the
+        # redirected request (a retry has it), and the target may have been fetched already
+        if not request.dont_filter or "redirect_urls" in request.meta:
             seen = (self.df.seen_fingerprint(fp) if self._df_takes_fp
                     else self.df.request_seen(request))
             if seen is MAYBE:  # exact mode: confirmed in one batch at the next flush
@@ -277,11 +355,16 @@ class FrontierScheduler(BaseScheduler):
 
     def next_request(self) -> Request | None:
         now = time.time()
-        entry = self.frontier.next(now)
+        if self._robots_redirects:
+            return self._robots_redirects.pop()
+        entry = self.frontier.next(now, self._gate)
         if entry is None:
             self._arm_wake(self.frontier.next_ready_time(), now)
             return None
-        request = decode_request(entry.data, self.spider)
+        if entry.data[:1] == b"R":
+            request = self._robots_request(entry.data[1:].decode("ascii"))
+        else:
+            request = decode_request(entry.data, self.spider)
         self._inflight[request] = _InFlight(entry, now)
         self._inc("frontier/dispatched")
         if self.stats is not None:
@@ -295,6 +378,8 @@ class FrontierScheduler(BaseScheduler):
             info.reached = True
 
     def _on_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        if self.robots is not None and request.meta.get("crawler_ext_robots"):
+            self._robots_answer(request, response.status, response.body)
         info = self._inflight.get(request)
         if info is None:
             return
@@ -308,6 +393,9 @@ class FrontierScheduler(BaseScheduler):
             return
         info.left = True
         now = time.time()
+        if info.status is None and self.robots is not None and \
+                request.meta.get("crawler_ext_robots"):
+            self._robots_answer(request, None, b"")  # unreachable: disallow all for now
         latency = request.meta.get("download_latency")
         if latency is None:
             latency = now - info.started
@@ -393,8 +481,11 @@ class FrontierScheduler(BaseScheduler):
             self.frontier.complete(done)
 
     def _flush(self) -> None:
+        self.blocklist.refresh()
         self._confirm_unconfirmed()
         self._reap()
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(frontier_commit)
         self.frontier.store.flush()
         if hasattr(self.df, "flush"):
             self.df.flush()  # after the journal: the seen set never runs ahead of it
@@ -418,6 +509,11 @@ class FrontierScheduler(BaseScheduler):
     def _inc(self, key: str, count: int = 1) -> None:
         if self.stats is not None:
             self.stats.inc_value(key, count)
+
+
+def _product_token(user_agent: str | None) -> str:
+    """``crawler_ext/0.1 (+https://...)`` -> ``crawler_ext``, the name robots.txt groups use."""
+    return (user_agent or "").split("/")[0].split()[0] if user_agent else "*"
 
 
 def make_store(settings: Any, bands: int) -> FrontierStore:

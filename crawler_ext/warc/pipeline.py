@@ -28,7 +28,7 @@ from scrapy.exceptions import NotConfigured
 from warcio.statusandheaders import StatusAndHeaders
 
 from crawler_ext import config
-from crawler_ext.signals import content_duplicate
+from crawler_ext.signals import content_duplicate, frontier_commit
 from crawler_ext.warc.cdxj import metadata_uri
 from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
 
@@ -71,6 +71,7 @@ class WarcPipeline:
         pipeline = cls(writer, crawler.stats)
         crawler.signals.connect(pipeline.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(pipeline.duplicate, signal=content_duplicate)
+        crawler.signals.connect(writer.flush, signal=frontier_commit)
         return pipeline
 
     # -- lifecycle -------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 index beside each file, and recovery of files left open by a crash.
 
 Each record is one gzip member.  Records are built and compressed in memory and appended
-through a buffered file, flushed every second and at close, so the reactor thread makes few
-write calls; after a kill -9 the last, possibly partial, member is cut off at restart
-(``recover``), and every complete record reads back and is indexed.
+through a buffered file, flushed every second, before each frontier journal commit (the
+``frontier_commit`` signal) and at close, so the reactor thread makes few write calls and a
+request the frontier calls done has its records in the file; after a kill -9 the last,
+possibly partial, member is cut off at restart (``recover``), and every complete record
+reads back and is indexed.
 """
 
 from __future__ import annotations
@@ -189,7 +191,7 @@ class WarcFileWriter:
             self.flush()
         return filename, offset, len(data)
 
-    def flush(self) -> None:
+    def flush(self, **_: Any) -> None:
         if self._file is not None:
             self._file.flush()
         self._last_flush = time.monotonic()

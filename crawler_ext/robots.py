@@ -1,0 +1,109 @@
+"""robots.txt per RFC 9309, as a prerequisite of each origin (scheme, host, port) in the frontier.
+
+``RobotsCache`` is pure state: what is known of each origin and what to do with a URL of it.
+
+* 2xx: the first ``max_bytes`` (default 512 KiB) are parsed with Protego (most specific
+  user-agent group, longest match wins, ``*`` and ``$``); ``Crawl-delay`` and ``Sitemap``
+  lines are kept.
+* 4xx (incl. 404, no robots.txt): allow all.
+* 5xx or unreachable: disallow all for now; robots.txt is fetched again after a backoff
+  (``retry_base`` doubling), and after ``max_failures`` failures in a row the origin's queued
+  URLs are dropped, so one broken host cannot keep a crawl alive.
+* Every answer is cached at most ``ttl`` seconds (24 h by default), then fetched again.
+
+Redirects (up to 5) are followed by the middleware that fetches robots.txt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from urllib.parse import urlsplit
+
+from protego import Protego
+
+__all__ = ["Decision", "OriginRobots", "RobotsCache", "origin_of"]
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+class Decision(Enum):
+    FETCH = "fetch"  # allowed: go on
+    DISALLOWED = "disallowed"  # forbidden by robots.txt: drop the URL
+    NEED_ROBOTS = "need_robots"  # fetch robots.txt first
+    WAIT = "wait"  # robots.txt failed (5xx): hold the URL until the retry
+    GIVE_UP = "give_up"  # robots.txt kept failing: drop the URL
+
+
+@dataclass
+class OriginRobots:
+    parser: Protego | None = None
+    allow_all: bool = False
+    disallow_all: bool = False
+    expires: float = 0.0
+    failures: int = 0
+    retry_at: float = 0.0
+    fetching: bool = False
+    crawl_delay: float | None = None
+    sitemaps: list[str] = field(default_factory=list)
+
+
+class RobotsCache:
+    def __init__(self, agent: str = "crawler_ext", ttl: float = 86_400.0,
+                 retry_base: float = 60.0, max_failures: int = 3,
+                 max_bytes: int = 512 * 1024) -> None:
+        self.agent = agent
+        self.ttl = min(ttl, 86_400.0)
+        self.retry_base = retry_base
+        self.max_failures = max_failures
+        self.max_bytes = max_bytes
+        self.origins: dict[str, OriginRobots] = {}
+
+    def decide(self, url: str, now: float) -> tuple[Decision, float]:
+        """What to do with ``url`` now; the float is the retry time for WAIT."""
+        state = self.origins.get(origin_of(url))
+        if state is None or (state.expires <= now and not state.fetching and not state.failures):
+            return Decision.NEED_ROBOTS, 0.0
+        if state.fetching:
+            return Decision.WAIT, now + 0.5
+        if state.disallow_all:
+            if state.failures >= self.max_failures:
+                return Decision.GIVE_UP, 0.0
+            if state.retry_at <= now:
+                return Decision.NEED_ROBOTS, 0.0
+            return Decision.WAIT, state.retry_at
+        if state.allow_all or state.parser is None:
+            return Decision.FETCH, 0.0
+        if state.parser.can_fetch(url, self.agent):
+            return Decision.FETCH, 0.0
+        return Decision.DISALLOWED, 0.0
+
+    def fetching(self, origin: str) -> None:
+        self.origins.setdefault(origin, OriginRobots()).fetching = True
+
+    def fetched(self, origin: str, status: int | None, body: bytes, now: float) -> OriginRobots:
+        """Record a robots.txt answer (``status`` None: unreachable)."""
+        state = self.origins.setdefault(origin, OriginRobots())
+        state.fetching = False
+        state.parser, state.allow_all, state.disallow_all = None, False, False
+        state.crawl_delay, state.sitemaps = None, []
+        if status is None or status >= 500:
+            state.failures += 1
+            state.disallow_all = True
+            state.retry_at = now + self.retry_base * 2 ** (state.failures - 1)
+            state.expires = state.retry_at
+            return state
+        state.failures = 0
+        state.expires = now + self.ttl
+        if 200 <= status < 300:
+            text = body[:self.max_bytes].decode("utf-8", errors="replace")
+            state.parser = Protego.parse(text)
+            delay = state.parser.crawl_delay(self.agent)
+            state.crawl_delay = float(delay) if delay is not None else None
+            state.sitemaps = list(state.parser.sitemaps)
+        else:  # 4xx (and 3xx left unresolved): no restrictions
+            state.allow_all = True
+        return state
