@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                "-s", f"CRAWLER_EXT_POLITENESS_MIN_DELAY={args.min_delay}",
                "-s", f"CRAWLER_EXT_POLITENESS_MAX_DELAY={args.max_delay}",
                "-s", "CRAWLER_EXT_POLITENESS_BACKOFF_MAX=4",
+               "-s", "CRAWLER_EXT_ROBOTS_RETRY_BASE=1",
                "-s", f"CRAWLER_EXT_STATS_FILE={out / 'stats.json'}"]
         started = time.time()
         proc = subprocess.run(cmd, cwd=PROJECT, env=dict(os.environ, PYTHONPATH=str(PROJECT)))

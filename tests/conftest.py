@@ -44,6 +44,8 @@ def run_crawl(*args: str, settings: dict | None = None, items_path: Path | None 
     if "CRAWLER_EXT_WARC_DIR" not in settings:  # never archive into the checkout
         base = items_path.parent if items_path is not None else Path(tempfile.mkdtemp())
         settings["CRAWLER_EXT_WARC_DIR"] = str(base / "warcs")
+    # the test web's 503 robots.txt hosts: retry in seconds, not the production minute
+    settings.setdefault("CRAWLER_EXT_ROBOTS_RETRY_BASE", 0.5)
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     run_env = dict(os.environ, **(env or {}))
