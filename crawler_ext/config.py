@@ -237,3 +237,15 @@ def validate_all(settings: Any) -> None:
     for name in settings:
         if str(name).startswith("CRAWLER_EXT_") and name not in SETTINGS:
             raise ConfigError(f"{name}: unknown setting (see the README's settings table)")
+    bands = get(settings, "CRAWLER_EXT_FRONTIER_BANDS")
+    weights = get(settings, "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
+    if len(weights) != bands:
+        raise ConfigError(f"CRAWLER_EXT_FRONTIER_BAND_WEIGHTS: {len(weights)} weights for "
+                          f"CRAWLER_EXT_FRONTIER_BANDS={bands} bands")
+    low, high = (get(settings, "CRAWLER_EXT_POLITENESS_MIN_DELAY"),
+                 get(settings, "CRAWLER_EXT_POLITENESS_MAX_DELAY"))
+    if high < low:
+        raise ConfigError(f"CRAWLER_EXT_POLITENESS_MAX_DELAY ({high}) is below "
+                          f"CRAWLER_EXT_POLITENESS_MIN_DELAY ({low})")
+    if get(settings, "CRAWLER_EXT_SIMHASH_DISTANCE") > 3:
+        raise ConfigError("CRAWLER_EXT_SIMHASH_DISTANCE: the SimHash index answers 0 to 3")

@@ -13,20 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from crawler_ext.int64 import to_signed as _signed
+from crawler_ext.int64 import to_unsigned as _unsigned
 from crawler_ext.simhash import SimHashIndex, exact_hash, page_text, simhash
 
 __all__ = ["ContentIndex", "Verdict"]
-
-_SIGN = 1 << 63
-
-
-def _signed(x: int) -> int:
-    return x - (1 << 64) if x >= _SIGN else x
-
-
-def _unsigned(x: int) -> int:
-    return x + (1 << 64) if x < 0 else x
-
 
 @dataclass(frozen=True)
 class Verdict:

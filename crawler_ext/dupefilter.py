@@ -33,6 +33,7 @@ from scrapy import Request
 from scrapy.utils.job import job_dir
 
 from crawler_ext import config
+from crawler_ext.int64 import to_signed as _signed
 from crawler_ext.urls import InvalidURL, canonicalize, fingerprint
 
 __all__ = ["BloomDupeFilter", "ExactSeenStore", "MAYBE"]
@@ -41,11 +42,6 @@ logger = logging.getLogger(__name__)
 _HEADER = struct.Struct(">8sQ")
 _MAGIC = b"CXBLOOM1"
 MAYBE = None  # seen_fingerprint's answer when an exact check must confirm the Bloom filter
-_SIGN = 1 << 63
-
-
-def _signed(fp: int) -> int:
-    return fp - (1 << 64) if fp >= _SIGN else fp
 
 
 class ExactSeenStore:

@@ -46,9 +46,7 @@ class ContentDedupMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Any) -> ContentDedupMiddleware:
         s = crawler.settings
-        distance = config.get(s, "CRAWLER_EXT_SIMHASH_DISTANCE")
-        if distance > 3:
-            raise config.ConfigError("CRAWLER_EXT_SIMHASH_DISTANCE: the index answers 0 to 3")
+        distance = config.get(s, "CRAWLER_EXT_SIMHASH_DISTANCE")  # 0-3: see validate_all
         jobdir = job_dir(s)
         index = ContentIndex(distance, Path(jobdir) / "content.sqlite3" if jobdir else None)
         mw = cls(index, config.get(s, "CRAWLER_EXT_DEDUP_ACTION"), crawler)

@@ -47,6 +47,7 @@ class OriginRobots:
     failures: int = 0
     retry_at: float = 0.0
     fetching: bool = False
+    fetching_since: float = 0.0
     crawl_delay: float | None = None
     sitemaps: list[str] = field(default_factory=list)
 
@@ -54,12 +55,13 @@ class OriginRobots:
 class RobotsCache:
     def __init__(self, agent: str = "crawler_ext", ttl: float = 86_400.0,
                  retry_base: float = 60.0, max_failures: int = 3,
-                 max_bytes: int = 512 * 1024) -> None:
+                 max_bytes: int = 512 * 1024, fetch_timeout: float = 120.0) -> None:
         self.agent = agent
         self.ttl = min(ttl, 86_400.0)
         self.retry_base = retry_base
         self.max_failures = max_failures
         self.max_bytes = max_bytes
+        self.fetch_timeout = fetch_timeout
         self.origins: dict[str, OriginRobots] = {}
 
     def decide(self, url: str, now: float) -> tuple[Decision, float]:
@@ -68,7 +70,12 @@ class RobotsCache:
         if state is None or (state.expires <= now and not state.fetching and not state.failures):
             return Decision.NEED_ROBOTS, 0.0
         if state.fetching:
-            return Decision.WAIT, now + 0.5
+            if now - state.fetching_since < self.fetch_timeout:
+                return Decision.WAIT, now + 0.5
+            # no final answer (e.g. more redirects than REDIRECT_MAX_TIMES): RFC 9309 lets a
+            # crawler treat that as unavailable, i.e. like 4xx
+            state.fetching, state.allow_all, state.expires = False, True, now + self.ttl
+            return Decision.FETCH, 0.0
         if state.disallow_all:
             if state.failures >= self.max_failures:
                 return Decision.GIVE_UP, 0.0
@@ -81,8 +88,9 @@ class RobotsCache:
             return Decision.FETCH, 0.0
         return Decision.DISALLOWED, 0.0
 
-    def fetching(self, origin: str) -> None:
-        self.origins.setdefault(origin, OriginRobots()).fetching = True
+    def fetching(self, origin: str, now: float = 0.0) -> None:
+        state = self.origins.setdefault(origin, OriginRobots())
+        state.fetching, state.fetching_since = True, now
 
     def fetched(self, origin: str, status: int | None, body: bytes, now: float) -> OriginRobots:
         """Record a robots.txt answer (``status`` None: unreachable)."""

@@ -35,3 +35,11 @@ def test_readme_documents_every_setting_with_its_default() -> None:
     assert set(rows) == set(config.SETTINGS)
     for name, spec in config.SETTINGS.items():
         assert rows[name].strip().strip("`") == config.readme_default(spec), name
+
+
+def test_settings_that_must_agree_are_checked_together() -> None:
+    with pytest.raises(config.ConfigError, match="3 weights"):
+        config.validate_all({"CRAWLER_EXT_FRONTIER_BANDS": 2})
+    with pytest.raises(config.ConfigError, match="below"):
+        config.validate_all({"CRAWLER_EXT_POLITENESS_MIN_DELAY": 5,
+                             "CRAWLER_EXT_POLITENESS_MAX_DELAY": 1})

@@ -67,7 +67,6 @@ def politeness_key(url: str) -> str:
 class _InFlight:
     entry: Entry
     started: float
-    reached: bool = False
     left: bool = False
     status: int | None = None
     retry_after: float | None = None
@@ -117,24 +116,18 @@ class FrontierScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         s = crawler.settings
+        config.validate_all(s)  # also when not started by `scrapy crawl`
         get = lambda name: config.get(s, name)  # noqa: E731
         bands = get("CRAWLER_EXT_FRONTIER_BANDS")
         weights = get("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
-        if len(weights) != bands:
-            raise config.ConfigError(
-                f"CRAWLER_EXT_FRONTIER_BAND_WEIGHTS: {len(weights)} weights for "
-                f"CRAWLER_EXT_FRONTIER_BANDS={bands} bands")
         store = make_store(s, bands)
-        try:
-            policy = PolitenessPolicy(
-                min_delay=get("CRAWLER_EXT_POLITENESS_MIN_DELAY"),
-                max_delay=get("CRAWLER_EXT_POLITENESS_MAX_DELAY"),
-                latency_factor=get("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR"),
-                backoff_factor=get("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR"),
-                backoff_max=get("CRAWLER_EXT_POLITENESS_BACKOFF_MAX"),
-            )
-        except ValueError as exc:
-            raise config.ConfigError(str(exc)) from None
+        policy = PolitenessPolicy(
+            min_delay=get("CRAWLER_EXT_POLITENESS_MIN_DELAY"),
+            max_delay=get("CRAWLER_EXT_POLITENESS_MAX_DELAY"),
+            latency_factor=get("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR"),
+            backoff_factor=get("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR"),
+            backoff_max=get("CRAWLER_EXT_POLITENESS_BACKOFF_MAX"),
+        )
         stats = crawler.stats
         frontier = Frontier(
             store, policy, weights,
@@ -183,7 +176,6 @@ class FrontierScheduler(BaseScheduler):
             self._check_settings()
             sig = self.crawler.signals
             sig.connect(self._on_duplicate, signal=content_duplicate)
-            sig.connect(self._on_reached, signal=signals.request_reached_downloader)
             sig.connect(self._on_downloaded, signal=signals.response_downloaded)
             sig.connect(self._on_left, signal=signals.request_left_downloader)
         self._start_loop(self._flush, self.flush_interval)
@@ -249,7 +241,7 @@ class FrontierScheduler(BaseScheduler):
             return entry
         if decision is Decision.NEED_ROBOTS:
             origin = origin_of(url)
-            self.robots.fetching(origin)
+            self.robots.fetching(origin, now)
             return Entry(entry.key, 0, b"R" + origin.encode("ascii"))
         if decision is Decision.WAIT:
             return when
@@ -257,10 +249,12 @@ class FrontierScheduler(BaseScheduler):
         return DROP
 
     def _robots_request(self, origin: str) -> Request:
+        # the answer is read from response_downloaded (every status, before any middleware);
+        # RedirectMiddleware follows redirects, whose requests come back to enqueue_request
         return Request(origin + "/robots.txt", callback=self._robots_parsed,
                        errback=self._robots_failed, dont_filter=True, priority=1000,
                        meta={"crawler_ext_robots": origin, "dont_retry": True,
-                             "handle_httpstatus_all": True, "dont_merge_cookies": True})
+                             "dont_merge_cookies": True})
 
     def _robots_parsed(self, response: Response) -> None:
         """Callback of robots.txt requests: the record was kept in _on_downloaded."""
@@ -372,11 +366,6 @@ class FrontierScheduler(BaseScheduler):
         return request
 
     # -- signals: exact in-flight accounting -----------------------------------------------
-    def _on_reached(self, request: Request, spider: Any = None) -> None:
-        info = self._inflight.get(request)
-        if info is not None:
-            info.reached = True
-
     def _on_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
         if self.robots is not None and request.meta.get("crawler_ext_robots"):
             self._robots_answer(request, response.status, response.body)
@@ -518,6 +507,12 @@ def _product_token(user_agent: str | None) -> str:
 
 def make_store(settings: Any, bands: int) -> FrontierStore:
     backend = config.get(settings, "CRAWLER_EXT_FRONTIER_BACKEND")
+    if backend == "memory" and job_dir(settings) and \
+            settings.getpriority("CRAWLER_EXT_FRONTIER_BACKEND") is None:
+        # JOBDIR means "resumable" in Scrapy; a memory frontier would forget its queue while
+        # the seen set remembers it, so a resumed crawl would stop at once
+        logger.info("Frontier: JOBDIR is set, so the frontier is kept in sqlite under it")
+        backend = "sqlite"
     if backend == "memory":
         return MemoryStore(bands)
     if backend == "sqlite":

@@ -15,19 +15,10 @@ import sqlite3
 from pathlib import Path
 
 from crawler_ext.frontier.storage import Entry, HostState, MemoryStore
+from crawler_ext.int64 import to_signed as _signed
+from crawler_ext.int64 import to_unsigned as _unsigned
 
 __all__ = ["SqliteStore"]
-
-_SIGN = 1 << 63
-
-
-def _signed(fp: int) -> int:
-    return fp - (1 << 64) if fp >= _SIGN else fp
-
-
-def _unsigned(fp: int) -> int:
-    return fp + (1 << 64) if fp < 0 else fp
-
 
 class SqliteStore(MemoryStore):
     def __init__(self, path: str | Path, bands: int) -> None:
