@@ -54,7 +54,8 @@ def crawl(web: TestWebServer, settings: dict, seeds: str, workdir: Path, *spider
           timeout: float = 900) -> dict:
     """Run `scrapy crawl web` once; return its final stats."""
     stats_file = workdir / f"stats-{time.monotonic_ns()}.json"
-    settings = {"CRAWLER_EXT_WARC_DIR": str(workdir / "warcs"), **settings}
+    settings = {"CRAWLER_EXT_WARC_DIR": str(workdir / "warcs"),
+                "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8", **settings}
     cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={seeds}", *spider_args,
            "-s", f"CRAWLER_EXT_HOSTS={web.hosts_setting}", "-s", "LOG_LEVEL=WARNING",
            "-s", f"CRAWLER_EXT_STATS_FILE={stats_file}"]

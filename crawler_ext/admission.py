@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from crawler_ext import config
+from crawler_ext.netguard import NetworkGuard
 from crawler_ext.urls import InvalidURL, canonicalize, host_of
 
 __all__ = ["Admission", "AdmissionRules", "differing_parameter", "url_pattern"]
@@ -83,6 +84,7 @@ class Admission:
     """Decides whether a URL may enter the frontier, and in which spelling."""
 
     rules: AdmissionRules = field(default_factory=AdmissionRules)
+    guard: NetworkGuard = field(default_factory=NetworkGuard)
     on_reject: Callable[[str], None] = lambda reason: None
     learned: dict[str, set[str]] = field(default_factory=dict)  # host -> dropped parameters
     _per_host: Counter[str] = field(default_factory=Counter)
@@ -112,6 +114,9 @@ class Admission:
         if segments and max(Counter(segments).values()) > r.max_repeated_segments:
             return self._reject("repeated_segments")
         host = host_of(canonical)
+        if not self.guard.allows(host[1:host.find("]")] if host.startswith("[")
+                                 else host.partition(":")[0]):
+            return self._reject("private_address")  # an IP literal (names: the resolver)
         if r.host_page_budget and self._per_host[host] >= r.host_page_budget:
             return self._reject("host_budget")
         pattern = url_pattern(canonical)

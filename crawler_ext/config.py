@@ -118,6 +118,8 @@ class Setting:
 
 
 _SPECS = [
+    Setting("CRAWLER_EXT_ALLOWED_NETWORKS", [], _str_list,
+            "CIDRs of private/loopback/... addresses that may be fetched (default: none; SSRF guard)."),
     Setting("CRAWLER_EXT_BLOCKLIST", None, _optional_str,
             "File of hosts or URL prefixes never to fetch; re-read when it changes."),
     Setting("CRAWLER_EXT_BLOOM_CAPACITY", 1_000_000, _number(int, 1000),
@@ -221,6 +223,8 @@ def readme_default(spec: Setting) -> str:
         return "unset"
     if isinstance(spec.default, dict):
         return "{}"
+    if isinstance(spec.default, list):
+        return "[]"
     return str(spec.default)
 
 

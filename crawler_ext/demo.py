@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={web.seeds_path}",
                "-O", f"{out / 'items.jsonl'}:jsonlines", "-s", "LOG_LEVEL=ERROR",
                "-s", f"CRAWLER_EXT_HOSTS={web.hosts_setting}",
+               "-s", "CRAWLER_EXT_ALLOWED_NETWORKS=127.0.0.0/8",
                "-s", f"CRAWLER_EXT_POLITENESS_MIN_DELAY={args.min_delay}",
                "-s", f"CRAWLER_EXT_POLITENESS_MAX_DELAY={args.max_delay}",
                "-s", "CRAWLER_EXT_POLITENESS_BACKOFF_MAX=4",

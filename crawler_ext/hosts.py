@@ -2,27 +2,33 @@
 
 ``HostsMap`` is the pure lookup; ``HostsOverrideResolver`` installs it as Scrapy's
 ``TWISTED_DNS_RESOLVER`` (``DNS_RESOLVER`` before Scrapy 2.17) in front of the default
-caching resolver, so names not in the map resolve as usual.
+caching resolver, so names not in the map resolve as usual.  Every answer passes the SSRF
+guard (``crawler_ext.netguard``).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
+from twisted.internet.error import DNSLookupError
 from twisted.internet.interfaces import IResolverSimple
 from zope.interface import implementer
 
 from crawler_ext import config
+from crawler_ext.netguard import NetworkGuard
 
 if TYPE_CHECKING:
     from twisted.internet.base import ReactorBase
     from typing_extensions import Self
 
 __all__ = ["HostsMap", "HostsOverrideResolver"]
+
+logger = logging.getLogger(__name__)
 
 
 class HostsMap:
@@ -63,20 +69,33 @@ class HostsOverrideResolver(CachingThreadedResolver):
     """Scrapy DNS resolver that answers pinned names from ``CRAWLER_EXT_HOSTS``."""
 
     def __init__(
-        self, reactor: ReactorBase, cache_size: int, timeout: float, hosts: HostsMap
+        self, reactor: ReactorBase, cache_size: int, timeout: float, hosts: HostsMap,
+        guard: NetworkGuard | None = None,
     ) -> None:
         super().__init__(reactor, cache_size, timeout)
         self.hosts = hosts
+        self.guard = guard or NetworkGuard()
+        self._refusal_logged = False
 
     @classmethod
     def from_crawler(cls, crawler: Any, reactor: ReactorBase) -> Self:
         settings = crawler.settings
         cache_size = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
         hosts = HostsMap(config.get(settings, "CRAWLER_EXT_HOSTS"))
-        return cls(reactor, cache_size, settings.getfloat("DNS_TIMEOUT"), hosts)
+        return cls(reactor, cache_size, settings.getfloat("DNS_TIMEOUT"), hosts,
+                   NetworkGuard.from_settings(settings))
 
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> defer.Deferred[str]:
         address = self.hosts.lookup(name)
-        if address is not None:
-            return defer.succeed(address)
-        return super().getHostByName(name, timeout)
+        d = defer.succeed(address) if address is not None else super().getHostByName(name, timeout)
+        return d.addCallback(self._guard, name)
+
+    def _guard(self, address: str, name: str) -> str:
+        if not self.guard.allows(address):
+            if not self._refusal_logged:  # Twisted reports it as a failed look-up: say why once
+                self._refusal_logged = True
+                logger.warning("%s resolves to %s, a private or reserved address: refused "
+                               "(CRAWLER_EXT_ALLOWED_NETWORKS can allow it; further refusals "
+                               "show as DNS look-up failures)", name, address)
+            raise DNSLookupError(f"{name} resolves to {address}, a private or reserved address")
+        return address

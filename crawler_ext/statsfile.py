@@ -27,7 +27,7 @@ class StatsFile:
     def from_crawler(cls, crawler: Any) -> StatsFile:
         path = config.get(crawler.settings, "CRAWLER_EXT_STATS_FILE")
         if not path:
-            raise NotConfigured("CRAWLER_EXT_STATS_FILE is not set")
+            raise NotConfigured  # off unless CRAWLER_EXT_STATS_FILE is set (no log line)
         ext = cls(path, crawler.stats)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext

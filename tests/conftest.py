@@ -46,6 +46,7 @@ def run_crawl(*args: str, settings: dict | None = None, items_path: Path | None 
         settings["CRAWLER_EXT_WARC_DIR"] = str(base / "warcs")
     # the test web's 503 robots.txt hosts: retry in seconds, not the production minute
     settings.setdefault("CRAWLER_EXT_ROBOTS_RETRY_BASE", 0.5)
+    settings.setdefault("CRAWLER_EXT_ALLOWED_NETWORKS", "127.0.0.0/8")  # the test web
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     run_env = dict(os.environ, **(env or {}))

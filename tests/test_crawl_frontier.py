@@ -20,6 +20,7 @@ from crawler_ext.warc.cdxj import read_index
 
 def base_settings(web, **extra) -> dict:
     settings = {"CRAWLER_EXT_HOSTS": web.hosts_setting, "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.25,
+                "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
                 "CRAWLER_EXT_FRONTIER_LOG_INTERVAL": 5, "LOG_LEVEL": "INFO"}
     settings.update(extra)
     return settings

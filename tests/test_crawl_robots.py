@@ -48,3 +48,18 @@ def test_robots_rules_5xx_crawl_delay_and_blocklist(testweb_factory, tmp_path: P
     # robots.txt is paced like every other fetch of its host
     assert politeness_violations(log, 0.1) == []
     assert result.stat("robots/sitemaps") >= 5
+
+
+def test_private_addresses_are_refused_by_default(testweb_factory, tmp_path: Path) -> None:
+    web = testweb_factory(hosts=3, pages=3, hazards=False)
+    result = run_crawl("-a", f"seeds={web.url(0)},http://127.0.0.1:{web.port}/",
+                       items_path=tmp_path / "items.jsonl",
+                       settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
+                                 "CRAWLER_EXT_ALLOWED_NETWORKS": "",
+                                 "CRAWLER_EXT_POLITENESS_BACKOFF_MAX": 1})
+    assert result.returncode == 0, result.output[-3000:]
+    assert read_log(web.log_path) == []  # not a single request reached the server
+    assert result.stat("admission/rejected/private_address") == 1  # the IP literal
+    assert "a private or reserved address" in result.output  # the name, refused by the resolver
+    assert result.stat("robots/gave_up") == 1
+    assert result.items == []

@@ -70,6 +70,7 @@ def test_scrapyd_runs_the_deployed_spider(testweb_factory, tmp_path: Path) -> No
         job = api(port, "schedule.json", {
             "project": "crawler_ext_web", "spider": "web", "seeds": web.url(0),
             "setting": [f"CRAWLER_EXT_HOSTS={web.hosts_setting}", "ROBOTSTXT_OBEY=False",
+                        "CRAWLER_EXT_ALLOWED_NETWORKS=127.0.0.0/8",
                         "CRAWLER_EXT_POLITENESS_MIN_DELAY=0.05",
                         f"CRAWLER_EXT_STATS_FILE={stats_file}"]})
         assert job["status"] == "ok"

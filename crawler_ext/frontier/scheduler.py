@@ -28,6 +28,7 @@ from twisted.internet import reactor, task
 from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
 from crawler_ext.dupefilter import MAYBE
+from crawler_ext.netguard import NetworkGuard
 from crawler_ext.blocklist import Blocklist
 from crawler_ext.frontier.codec import decode_request, encode_request, entry_url
 from crawler_ext.frontier.core import DROP, Frontier
@@ -107,6 +108,7 @@ class FrontierScheduler(BaseScheduler):
         self.robots = robots  # None: robots.txt not obeyed
         self.blocklist = blocklist or Blocklist()
         self._robots_redirects: list[Request] = []
+        self._robots_failure_logged = False
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self._wake_call: Any = None
@@ -140,7 +142,8 @@ class FrontierScheduler(BaseScheduler):
         dupefilter = build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler)
         admission = Admission(AdmissionRules.from_settings(s),
                               on_reject=lambda reason: stats.inc_value(
-                                  f"admission/rejected/{reason}"))
+                                  f"admission/rejected/{reason}"),
+                              guard=NetworkGuard.from_settings(s))
         return cls(frontier, dupefilter, scorer, admission, stats, crawler,
                    flush_interval=get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
                    log_interval=get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
@@ -261,7 +264,13 @@ class FrontierScheduler(BaseScheduler):
         return None
 
     def _robots_failed(self, failure: Any) -> None:
-        return None
+        """Errback of robots.txt requests: log the first failure, count the rest."""
+        if not self._robots_failure_logged:
+            self._robots_failure_logged = True
+            request = getattr(failure, "request", None)
+            logger.warning("robots.txt %s could not be fetched: %s (its URLs wait for a retry; "
+                           "further failures are counted in robots/status/unreachable)",
+                           request.url if request is not None else "", failure.getErrorMessage())
 
     def _robots_answer(self, request: Request, status: int | None, body: bytes) -> None:
         origin = request.meta["crawler_ext_robots"]

@@ -61,7 +61,7 @@ class WarcPipeline:
         s = crawler.settings
         directory = config.get(s, "CRAWLER_EXT_WARC_DIR")
         if not directory:
-            raise NotConfigured("CRAWLER_EXT_WARC_DIR is empty: WARC archiving is off")
+            raise NotConfigured  # CRAWLER_EXT_WARC_DIR empty: archiving off
         writer = WarcFileWriter(
             directory, prefix=config.get(s, "CRAWLER_EXT_WARC_PREFIX"),
             max_size=config.get(s, "CRAWLER_EXT_WARC_MAX_SIZE"),
