@@ -86,8 +86,13 @@ class ContentIndex:
         text = page_text(html)
         ex, sh = exact_hash(text), simhash(text)
         if ex in self.by_exact:
-            return Verdict("exact", self.urls[self.by_exact[ex]], 0, sh, ex)
+            original = self.urls[self.by_exact[ex]]
+            if original == url:  # the same URL fetched again (a resumed crawl): not a copy
+                return Verdict("unique", None, 0, sh, ex)
+            return Verdict("exact", original, 0, sh, ex)
         near = self.index.nearest(sh)
+        if near is not None and self.urls[near[0]] == url:
+            return Verdict("unique", None, 0, sh, ex)
         if near is not None:
             self.by_exact[ex] = near[0]  # the same text again is this near-duplicate's too
             return Verdict("near", self.urls[near[0]], near[1], sh, ex)

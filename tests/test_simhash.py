@@ -73,3 +73,17 @@ def test_test_web_mirrors_and_print_versions_are_caught_but_not_distinct_pages()
     assert near and all(v.kind == "near" and v.original == f"h0/p/{p}.html"
                         for v, p in zip(near, (1, 5, 9)))
     assert exact_hash("a b") != exact_hash("a  c")
+
+
+def test_the_same_url_fetched_again_is_not_its_own_duplicate(tmp_path) -> None:
+    # a crawl resumed after kill -9 fetches in-flight pages again; dropping them as copies
+    # of themselves would lose the links they lead to
+    body = b"<html><body><p>" + b" ".join(b"w%d" % i for i in range(300)) + b"</p></body></html>"
+    index = ContentIndex(path=tmp_path / "content.sqlite3")
+    index.open()
+    assert index.check("http://e.com/a", body).kind == "unique"
+    index.close()
+    again = ContentIndex(path=tmp_path / "content.sqlite3")
+    again.open()
+    assert again.check("http://e.com/a", body).kind == "unique"
+    assert again.check("http://e.com/b", body).kind == "exact"
