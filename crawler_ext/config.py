@@ -166,6 +166,8 @@ _SPECS = [
             "Multiplier of a host's delay after a 429/503 or a connection error."),
     Setting("CRAWLER_EXT_POLITENESS_BACKOFF_MAX", 300.0, _number(float, 0),
             "Cap, in seconds, of a backed-off delay."),
+    Setting("CRAWLER_EXT_POLITENESS_KEY", "host", _choice("host", "ip"),
+            "Unit of politeness: each host, or each resolved IP address (hosts sharing a server)."),
     Setting("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR", 10.0, _number(float, 0),
             "Delay after a response = this factor x its response time (then clamped)."),
     Setting("CRAWLER_EXT_POLITENESS_MAX_DELAY", 60.0, _number(float, 0),

@@ -10,6 +10,7 @@ waiting for the engine's 5-second heartbeat.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import time
@@ -23,7 +24,7 @@ from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
-from twisted.internet import reactor, task
+from twisted.internet import defer, reactor, task
 
 from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
@@ -57,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 
 def politeness_key(url: str) -> str:
-    """The unit of politeness: the URL's host name (grouping by IP comes with host services)."""
+    """The URL's host name: the unit of politeness unless CRAWLER_EXT_POLITENESS_KEY is "ip"."""
     try:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:
@@ -89,6 +90,7 @@ class FrontierScheduler(BaseScheduler):
         learn_min_evidence: int = 3,
         robots: RobotsCache | None = None,
         blocklist: Blocklist | None = None,
+        key_by_ip: bool = False,
     ) -> None:
         self.frontier = frontier
         self.df = dupefilter
@@ -109,6 +111,9 @@ class FrontierScheduler(BaseScheduler):
         self.blocklist = blocklist or Blocklist()
         self._robots_redirects: list[Request] = []
         self._robots_failure_logged = False
+        self.key_by_ip = key_by_ip
+        self._ip_keys: dict[str, str] = {}  # host -> "ip:ADDRESS" (or the host if unresolvable)
+        self._awaiting_dns: dict[str, list[tuple[Request, str, int, str | None]]] = {}
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self._wake_call: Any = None
@@ -156,7 +161,8 @@ class FrontierScheduler(BaseScheduler):
                        retry_base=get("CRAWLER_EXT_ROBOTS_RETRY_BASE"),
                        max_failures=get("CRAWLER_EXT_ROBOTS_MAX_FAILURES"))
                    if s.getbool("ROBOTSTXT_OBEY") else None,
-                   blocklist=Blocklist(get("CRAWLER_EXT_BLOCKLIST")))
+                   blocklist=Blocklist(get("CRAWLER_EXT_BLOCKLIST")),
+                   key_by_ip=get("CRAWLER_EXT_POLITENESS_KEY") == "ip")
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, spider: Spider) -> Any:
@@ -229,7 +235,8 @@ class FrontierScheduler(BaseScheduler):
 
     # -- the scheduler interface -------------------------------------------------------------
     def has_pending_requests(self) -> bool:
-        return self.frontier.pending() > 0 or bool(self._unconfirmed or self._robots_redirects)
+        return self.frontier.pending() > 0 or bool(
+            self._unconfirmed or self._robots_redirects or self._awaiting_dns)
 
     # -- robots.txt and the blocklist, checked when a URL's turn comes ----------------------
     def _gate(self, entry: Entry, now: float) -> Entry | float | str:
@@ -279,7 +286,8 @@ class FrontierScheduler(BaseScheduler):
         assert self.robots is not None
         state = self.robots.fetched(origin, status, body, time.time())
         self._inc(f"robots/status/{status if status is not None else 'unreachable'}")
-        key = politeness_key(origin + "/")
+        host = politeness_key(origin + "/")
+        key = self._ip_keys.get(host, host) if self.key_by_ip else host
         if state.crawl_delay is not None:
             self._inc("robots/crawl_delay")
         self.frontier.set_crawl_delay(key, state.crawl_delay)
@@ -322,10 +330,15 @@ class FrontierScheduler(BaseScheduler):
         return True
 
     def _admit(self, request: Request, canonical: str, fp: int, referer: str | None) -> None:
-        key = politeness_key(canonical)
+        host = key = politeness_key(canonical)
+        if self.key_by_ip:
+            key = self._ip_keys.get(host)  # type: ignore[assignment]
+            if key is None:  # resolve first (DNS prefetch); admitted when the address is known
+                self._await_dns(host, (request, canonical, fp, referer))
+                return
         self.admission.count(canonical, referer)
         depth = int(request.meta.get("depth", 0))
-        band = self.scorer.band(self.scorer.score(key, depth, 1), request.priority)
+        band = self.scorer.band(self.scorer.score(host, depth, 1), request.priority)
         if self._dup_patterns and self._dup_patterns.get(
                 (host_of(canonical), url_pattern(canonical)), 0) >= self.learn_min_evidence:
             band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
@@ -333,6 +346,28 @@ class FrontierScheduler(BaseScheduler):
         self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)])
         self._inc("frontier/enqueued")
         self._inc(f"frontier/enqueued/band_{band}")
+
+    def _await_dns(self, host: str, item: tuple[Request, str, int, str | None]) -> None:
+        waiting = self._awaiting_dns.get(host)
+        if waiting is not None:
+            waiting.append(item)
+            return
+        self._awaiting_dns[host] = [item]
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+            resolved: Any = defer.succeed(host.strip("[]"))
+        except ValueError:
+            resolved = reactor.resolve(host)
+        resolved.addCallbacks(lambda address: self._resolved(host, f"ip:{address}"),
+                              lambda failure: self._resolved(host, host))
+
+    def _resolved(self, host: str, key: str) -> None:
+        """A host's address is known (or cannot be: then the host is its own key, and its
+        fetches fail in the downloader as usual): admit what waited for it."""
+        self._ip_keys[host] = key
+        for item in self._awaiting_dns.pop(host, []):
+            self._admit(*item)
+        self._arm_wake(time.time(), time.time())
 
     def _rediscovered(self, request: Request, canonical: str, fp: int) -> None:
         """A link to a URL already admitted: one more inlink, maybe a better band."""
@@ -461,6 +496,8 @@ class FrontierScheduler(BaseScheduler):
     def _reap(self, final: bool = False) -> None:
         """Complete requests whose responses the engine has finished processing (their links
         are admitted by then), so a durable store forgets them only after that."""
+        if self._awaiting_dns and not final:
+            return  # links waiting for DNS are not journalled yet: complete nothing now
         slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
         in_progress = getattr(slot, "inprogress", None)
         now = time.time()

@@ -1,5 +1,5 @@
-"""robots.txt fetched by the frontier (RFC 9309), Crawl-delay, and the operator blocklist,
-judged by the test web's request log."""
+"""Host services on the test web: robots.txt (RFC 9309), Crawl-delay, the blocklist, the SSRF
+guard and per-IP politeness, judged by the request log."""
 
 from __future__ import annotations
 
@@ -63,3 +63,25 @@ def test_private_addresses_are_refused_by_default(testweb_factory, tmp_path: Pat
     assert "a private or reserved address" in result.output  # the name, refused by the resolver
     assert result.stat("robots/gave_up") == 1
     assert result.items == []
+
+
+def test_politeness_per_ip_groups_hosts_that_share_a_server(testweb_factory,
+                                                           tmp_path: Path) -> None:
+    # every test web host is served from 127.0.0.1: per IP, they are one politeness unit
+    web = testweb_factory(hosts=4, pages=4, hazards=False)
+    common = {"CRAWLER_EXT_HOSTS": web.hosts_setting, "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.2,
+              "CRAWLER_EXT_POLITENESS_MAX_DELAY": 0.2, "ROBOTSTXT_OBEY": False}
+    by_ip = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "a.jsonl",
+                      settings={**common, "CRAWLER_EXT_POLITENESS_KEY": "ip"})
+    assert by_ip.returncode == 0, by_ip.output[-3000:]
+    log = read_log(web.log_path)
+    assert len(log) == 16
+    assert politeness_violations(log, 0.2, key="client") == []  # one server: one at a time
+    web.clear_log()
+    by_host = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "b.jsonl",
+                        settings=common)
+    assert by_host.returncode == 0
+    log = read_log(web.log_path)
+    assert len(log) == 16
+    assert politeness_violations(log, 0.2) == []  # per host it is polite...
+    assert politeness_violations(log, 0.2, key="client") != []  # ...but not per server
