@@ -2,7 +2,8 @@
 
 Starts the test web on loopback, runs ``scrapy crawl web`` over it (from the checkout's
 project, with every crawler_ext component on), then prints pages, hosts, statuses, what
-admission rejected, and the politeness check of the server's request log.
+admission rejected, duplicates, the WARC files written, and the politeness check of the
+server's request log.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
                "-s", f"CRAWLER_EXT_POLITENESS_MAX_DELAY={args.max_delay}",
                "-s", "CRAWLER_EXT_POLITENESS_BACKOFF_MAX=4",
                "-s", "CRAWLER_EXT_ROBOTS_RETRY_BASE=1",
-               "-s", f"CRAWLER_EXT_STATS_FILE={out / 'stats.json'}"]
+               "-s", f"CRAWLER_EXT_STATS_FILE={out / 'stats.json'}",
+               "-s", f"CRAWLER_EXT_WARC_DIR={out / 'warcs'}"]
         started = time.time()
         proc = subprocess.run(cmd, cwd=PROJECT, env=dict(os.environ, PYTHONPATH=str(PROJECT)))
         elapsed = time.time() - started
@@ -67,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  statuses:             {', '.join(f'{s}: {n}' for s, n in sorted(statuses.items()))}")
     print(f"  admission rejected:   {', '.join(f'{k}: {v}' for k, v in sorted(rejected.items())) or 'none'}")
     print(f"  duplicate URLs seen:  {stats.get('dupefilter/filtered', 0)}")
+    print(f"  duplicate content:    {stats.get('dedup/exact', 0)} exact, "
+          f"{stats.get('dedup/near', 0)} near (of {stats.get('dedup/unique', 0)} unique pages)")
+    warcs = sorted((out / "warcs").glob("*.warc.gz"))
+    print(f"  WARC files:           {len(warcs)} ({stats.get('warc/bytes', 0) / 1e6:.1f} MB, "
+          f"{stats.get('warc/records/revisit', 0)} revisit records)")
     print(f"  politeness violations (request log): {len(violations)}")
     print(f"\nItems, stats and the request log are in {out}")
     return 0
