@@ -9,12 +9,11 @@ Scrapy: time is passed in, so tests drive it with a fake clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, FrontierStore
 
-__all__ = ["DROP", "Frontier", "Dispatch", "Gate", "WeightedBands"]
+__all__ = ["DROP", "Frontier", "Gate", "WeightedBands"]
 
 DROP = "drop"
 #: A gate looks at the entry about to be dispatched and answers: the entry itself (go), a
@@ -42,14 +41,6 @@ class WeightedBands:
         best = max(live, key=lambda b: self._credit[b])
         self._credit[best] -= total
         return [best] + [b for b in live if b != best]
-
-
-@dataclass(slots=True)
-class Dispatch:
-    """A request handed out: the entry and when it left the frontier."""
-
-    entry: Entry
-    started: float
 
 
 class Frontier:

@@ -7,7 +7,6 @@ and the demo; crawls resolve its host names through ``CRAWLER_EXT_HOSTS``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -15,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from crawler_ext.testweb.model import TestWeb
-from crawler_ext.testweb.requestlog import LogEntry, fetch_counts, politeness_violations, read_log
+from crawler_ext.testweb.requestlog import LogEntry, politeness_violations, read_log
 
-__all__ = ["TestWeb", "TestWebServer", "LogEntry", "read_log", "politeness_violations",
-           "fetch_counts"]
+__all__ = ["TestWeb", "TestWebServer", "LogEntry", "read_log", "politeness_violations"]
 
 
 class TestWebServer:
@@ -83,6 +81,3 @@ class TestWebServer:
 
     def clear_log(self) -> None:
         self.log_path.write_text("")
-
-    def env(self) -> dict[str, str]:
-        return dict(os.environ)

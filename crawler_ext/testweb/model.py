@@ -361,14 +361,6 @@ class TestWeb:
     def content_pages(self) -> Iterable[tuple[int, int]]:
         return ((h, n) for h in range(self.n_hosts) for n in range(self.n_pages))
 
-    def disallowed(self, spec: HostSpec, path: str) -> bool:
-        """Whether robots.txt forbids ``path`` to our agent (5xx robots forbids everything)."""
-        if spec.robots == "5xx":
-            return True
-        if spec.robots == "rules":
-            return path.startswith(("/private/", "/nocrawl/")) or path.endswith(".pdf")
-        return False
-
     def pagerank(self, damping: float = 0.85, iterations: int = 50) -> dict[tuple[int, int], float]:
         nodes = list(self.content_pages())
         rank = {node: 1.0 / len(nodes) for node in nodes}

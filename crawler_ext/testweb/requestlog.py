@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LogEntry", "read_log", "politeness_violations", "fetch_counts"]
+__all__ = ["LogEntry", "read_log", "politeness_violations"]
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,3 @@ def politeness_violations(
             if cur.start < prev.end or cur.start - prev.end < min_gap - tolerance:
                 bad.append((prev, cur))
     return bad
-
-
-def fetch_counts(entries: Iterable[LogEntry]) -> dict[tuple[str, str], int]:
-    counts: dict[tuple[str, str], int] = defaultdict(int)
-    for e in entries:
-        counts[(e.host, e.path)] += 1
-    return dict(counts)
