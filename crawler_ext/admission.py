@@ -39,7 +39,7 @@ def url_pattern(canonical_url: str) -> str:
 
 
 def differing_parameter(url: str, other: str) -> str | None:
-    """The one query parameter in which two URLs of the same host and path differ, if exactly one."""
+    """The one query parameter in which two URLs of the same host and path differ, if only one."""
     a_base, _, a_query = url.partition("?")
     b_base, _, b_query = other.partition("?")
     if a_base != b_base:
@@ -90,6 +90,14 @@ class Admission:
     _per_host: Counter[str] = field(default_factory=Counter)
     _per_pattern: Counter[tuple[str, str]] = field(default_factory=Counter)
     _chains: OrderedDict[str, tuple[str, int]] = field(default_factory=OrderedDict)
+    _last_pattern: tuple[str, str] = ("", "")
+
+    def pattern(self, canonical: str) -> str:
+        """``url_pattern`` of a canonical URL, remembered for the URL just checked (check,
+        count and the frontier's demotion all ask for it in one admission)."""
+        if self._last_pattern[0] != canonical:
+            self._last_pattern = (canonical, url_pattern(canonical))
+        return self._last_pattern[1]
 
     def canonical(self, url: str) -> str:
         r = self.rules
@@ -119,7 +127,7 @@ class Admission:
             return self._reject("private_address")  # an IP literal (names: the resolver)
         if r.host_page_budget and self._per_host[host] >= r.host_page_budget:
             return self._reject("host_budget")
-        pattern = url_pattern(canonical)
+        pattern = self.pattern(canonical)
         if r.pattern_cap and self._per_pattern[(host, pattern)] >= r.pattern_cap:
             return self._reject("pattern_cap")
         if r.max_pattern_chain and referer is not None:
@@ -132,7 +140,7 @@ class Admission:
         """Charge an admitted (new) URL to its host's budget, its pattern's cap and chain."""
         host = host_of(canonical)
         self._per_host[host] += 1
-        pattern = url_pattern(canonical)
+        pattern = self.pattern(canonical)
         if self.rules.pattern_cap:
             self._per_pattern[(host, pattern)] += 1
         if self.rules.max_pattern_chain:

@@ -340,7 +340,8 @@ class FrontierScheduler(BaseScheduler):
         depth = int(request.meta.get("depth", 0))
         band = self.scorer.band(self.scorer.score(host, depth, 1), request.priority)
         if self._dup_patterns and self._dup_patterns.get(
-                (host_of(canonical), url_pattern(canonical)), 0) >= self.learn_min_evidence:
+                (host_of(canonical), self.admission.pattern(canonical)),
+                0) >= self.learn_min_evidence:
             band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
             self._inc("frontier/demoted")
         self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)])
