@@ -163,3 +163,34 @@ def test_sqlite_store_persists_host_state(tmp_path: Path) -> None:
     again.open()
     again.recover()
     assert again.host("a").crawl_delay == 9.0
+
+
+def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
+    from scrapy import Request, Spider
+
+    from crawler_ext.frontier.codec import decode_request, encode_request, entry_url
+
+    class WebLike(Spider):
+        name = "t"
+
+        def parse(self, response):  # noqa: ANN001, ANN201
+            return None
+
+        def other(self, response):  # noqa: ANN001, ANN201
+            return None
+
+    spider = WebLike()
+    link = Request("http://e.com/p/3.html", headers={"Referer": "http://e.com/p/2.html"},
+                   meta={"depth": 2})
+    blob = encode_request(link, spider)
+    assert blob[:1] == b"U" and len(blob) < 80
+    back = decode_request(blob, spider)
+    assert (back.url, back.meta, back.headers.get("Referer")) == (
+        link.url, {"depth": 2}, b"http://e.com/p/2.html")
+    rich = Request("http://e.com/f", method="POST", body=b"x=1", callback=spider.other,
+                   meta={"k": [1]}, priority=3)
+    blob = encode_request(rich, spider)
+    assert blob[:1] == b"D" and entry_url(blob) == "http://e.com/f"
+    back = decode_request(blob, spider)
+    assert (back.method, back.body, back.callback, back.meta["k"], back.priority) == (
+        "POST", b"x=1", spider.other, [1], 3)

@@ -1,8 +1,10 @@
 """Serialisation of requests for the frontier's stores.
 
-A plain GET (default callback, no body, headers, cookies, meta beyond depth) is stored as
-``b"U" + depth + NUL + url``; any other request as ``b"D" +`` a pickle of Scrapy's
-``Request.to_dict`` (callbacks by name, so they survive a restart).
+A plain GET (default callback; no body, cookies, or headers but Referer; no meta beyond
+depth) -- what a link-following spider yields -- is stored as
+``b"U" + depth + NUL + referer + NUL + url`` (about a third of its pickle); any other request
+as ``b"D" +`` a pickle of Scrapy's ``Request.to_dict`` (callbacks by name, so they survive a
+restart).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from scrapy.utils.request import request_from_dict
 __all__ = ["encode_request", "decode_request", "entry_url"]
 
 # meta keys that the frontier and Scrapy set themselves and that need not survive storage
-_TRANSIENT_META = frozenset({"download_slot", "download_latency", "download_timeout",
-                             "crawler_ext_entry"})
+_TRANSIENT_META = frozenset({"download_slot", "download_latency", "download_timeout"})
 
 
 def _is_plain(request: Request, spider: Any) -> bool:
-    if request.method != "GET" or request.body or request.headers or request.cookies:
+    if request.method != "GET" or request.body or request.cookies:
+        return False
+    if request.headers and (set(request.headers) != {b"Referer"}
+                            or len(request.headers.getlist(b"Referer")) != 1):
         return False
     if request.errback is not None or request.cb_kwargs or request.flags:
         return False
@@ -36,7 +40,8 @@ def _is_plain(request: Request, spider: Any) -> bool:
 def encode_request(request: Request, spider: Any) -> bytes:
     if _is_plain(request, spider):
         depth = int(request.meta.get("depth", 0))
-        return b"U%d\x00" % depth + request.url.encode("utf-8")
+        referer = request.headers.get(b"Referer") or b""
+        return b"U%d\x00%s\x00%s" % (depth, referer, request.url.encode("utf-8"))
     data = request.to_dict(spider=spider)
     data["meta"] = {k: v for k, v in data.get("meta", {}).items() if k not in _TRANSIENT_META}
     return b"D" + pickle.dumps(data, protocol=4)
@@ -44,15 +49,15 @@ def encode_request(request: Request, spider: Any) -> bytes:
 
 def decode_request(blob: bytes, spider: Any) -> Request:
     if blob[:1] == b"U":
-        head, _, url = blob[1:].partition(b"\x00")
+        head, referer, url = blob[1:].split(b"\x00", 2)
         depth = int(head)
-        meta = {"depth": depth} if depth else {}
-        return Request(url.decode("utf-8"), meta=meta)
+        return Request(url.decode("utf-8"), meta={"depth": depth} if depth else {},
+                       headers={b"Referer": referer} if referer else None)
     return request_from_dict(pickle.loads(blob[1:]), spider=spider)
 
 
 def entry_url(blob: bytes) -> str:
     """The URL of a stored request, without building the request."""
     if blob[:1] == b"U":
-        return blob.partition(b"\x00")[2].decode("utf-8")
+        return blob.split(b"\x00", 2)[2].decode("utf-8")
     return pickle.loads(blob[1:])["url"]
