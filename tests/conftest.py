@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,13 @@ class CrawlResult:
 
     def stat(self, key: str, default: int = 0) -> int:
         return self.stats.get(key, default)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run_crawl(*args: str, settings: dict | None = None, items_path: Path | None = None,

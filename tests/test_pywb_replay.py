@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import run_crawl
+from conftest import free_port, run_crawl
 
 from crawler_ext.testweb import TestWeb
 
@@ -35,14 +35,6 @@ def pywb_bin() -> Path:
         except (subprocess.SubprocessError, OSError) as exc:
             pytest.skip(f"pywb could not be installed: {exc}")
     return bindir
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_pywb_replays_original_bodies(testweb_factory, tmp_path: Path) -> None:

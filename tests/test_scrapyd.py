@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -13,17 +12,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 pytest.importorskip("scrapyd")
 SCRAPYD_DEPLOY = shutil.which("scrapyd-deploy", path=str(Path(sys.executable).parent))
 SCRAPYD = shutil.which("scrapyd", path=str(Path(sys.executable).parent))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def api(port: int, endpoint: str, data: dict | None = None) -> dict:
