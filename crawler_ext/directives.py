@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy.http import TextResponse
+from scrapy.http import HtmlResponse, TextResponse
 
-__all__ = ["PageDirectives", "page_directives"]
+_MAX_INFLATED = 16 * 1024 * 1024
+
+__all__ = ["PageDirectives", "page_directives", "raw_noindex"]
 
 
 @dataclass(frozen=True)
@@ -46,3 +49,36 @@ def page_directives(response: Any, agent: str = "crawler_ext") -> PageDirectives
     tokens = _tokens(headers + metas, agent.lower())
     none = "none" in tokens
     return PageDirectives("noindex" in tokens or none, "nofollow" in tokens or none, canonical)
+
+
+def _inflate(body: bytes, encoding: str) -> bytes | None:
+    """The decoded body of a ``gzip``/``deflate`` coding (None: unknown coding, or broken)."""
+    if encoding in ("", "identity"):
+        return body
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        wbits = 16 + zlib.MAX_WBITS if encoding != "deflate" else zlib.MAX_WBITS
+        try:
+            return zlib.decompressobj(wbits).decompress(body, _MAX_INFLATED)
+        except zlib.error:
+            if encoding == "deflate":  # raw deflate, as some servers send it
+                try:
+                    return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, _MAX_INFLATED)
+                except zlib.error:
+                    return None
+            return None
+    return None
+
+
+def raw_noindex(response: Any, agent: str = "crawler_ext") -> bool:
+    """noindex of a response as transferred (before the downloader middlewares decode it):
+    the X-Robots-Tag header, and the meta robots tag of an HTML body in a known coding."""
+    content_type = response.headers.get("Content-Type", b"").decode("latin-1").lower()
+    if "html" not in content_type:
+        return page_directives(response, agent).noindex
+    encoding = response.headers.get("Content-Encoding", b"").decode("latin-1").strip().lower()
+    body = _inflate(response.body, encoding)
+    if body is None:  # cannot look inside: judged by the header alone
+        return page_directives(response, agent).noindex
+    headers = {k: v for k, v in response.headers.items() if k.lower() != b"content-encoding"}
+    html = HtmlResponse(response.url, status=response.status, headers=headers, body=body)
+    return page_directives(html, agent).noindex

@@ -11,8 +11,9 @@ COMMANDS_MODULE = "crawler_ext.commands"
 USER_AGENT = "crawler_ext/0.1 (+https://github.com/crawler-ext/crawler_ext)"
 ROBOTSTXT_OBEY = True
 
-# The hosts override resolver: CRAWLER_EXT_HOSTS pins names to addresses.
-TWISTED_DNS_RESOLVER = "crawler_ext.hosts.HostsOverrideResolver"
+# Asynchronous caching DNS (twisted.names): TTLs with a floor, negative caching, prefetch;
+# CRAWLER_EXT_HOSTS pins names to addresses, the SSRF guard checks every answer.
+TWISTED_DNS_RESOLVER = "crawler_ext.dns.CachingResolver"
 
 # Fetch limits for the open web.
 DOWNLOAD_TIMEOUT = 30

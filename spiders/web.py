@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy.http import Response, TextResponse
 
+from crawler_ext import config
 from crawler_ext.directives import page_directives
 
 __all__ = ["WebSpider", "parse_arguments"]
@@ -94,7 +95,16 @@ class WebSpider(scrapy.Spider):
                     if href and not href.lower().startswith(("javascript:", "mailto:", "tel:", "data:")):
                         links.append(response.urljoin(href))
         request = response.request
-        yield {
+        if directives.noindex and not config.get(self.settings, "CRAWLER_EXT_NOINDEX_STORE"):
+            self.crawler.stats.inc_value("directives/noindex_not_stored")
+        else:
+            yield self._item(response, request, directives, links)
+        for url in links:
+            yield response.follow(url, callback=self.parse)
+
+    def _item(self, response: Response, request: Any, directives: Any,
+              links: list[str]) -> dict[str, Any]:
+        return {
             "url": request.meta.get("redirect_urls", [request.url])[0] if request else response.url,
             "final_url": response.url,
             "status": response.status,
@@ -112,5 +122,3 @@ class WebSpider(scrapy.Spider):
             "canonical": directives.canonical,
             "dedup": response.meta.get("dedup"),
         }
-        for url in links:
-            yield response.follow(url, callback=self.parse)

@@ -91,6 +91,7 @@ class FrontierScheduler(BaseScheduler):
         robots: RobotsCache | None = None,
         blocklist: Blocklist | None = None,
         key_by_ip: bool = False,
+        dns_prefetch: bool = False,
     ) -> None:
         self.frontier = frontier
         self.df = dupefilter
@@ -114,6 +115,8 @@ class FrontierScheduler(BaseScheduler):
         self.key_by_ip = key_by_ip
         self._ip_keys: dict[str, str] = {}  # host -> "ip:ADDRESS" (or the host if unresolvable)
         self._awaiting_dns: dict[str, list[tuple[Request, str, int, str | None]]] = {}
+        self.dns_prefetch = dns_prefetch
+        self._prefetched: set[str] = set()
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self._wake_call: Any = None
@@ -162,7 +165,8 @@ class FrontierScheduler(BaseScheduler):
                        max_failures=get("CRAWLER_EXT_ROBOTS_MAX_FAILURES"))
                    if s.getbool("ROBOTSTXT_OBEY") else None,
                    blocklist=Blocklist(get("CRAWLER_EXT_BLOCKLIST")),
-                   key_by_ip=get("CRAWLER_EXT_POLITENESS_KEY") == "ip")
+                   key_by_ip=get("CRAWLER_EXT_POLITENESS_KEY") == "ip",
+                   dns_prefetch=get("CRAWLER_EXT_DNS_PREFETCH"))
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, spider: Spider) -> Any:
@@ -181,6 +185,9 @@ class FrontierScheduler(BaseScheduler):
             logger.info("Frontier: resumed %d queued or in-flight requests", recovered)
             self._inc("frontier/recovered", recovered)
         self._load_rules()
+        resolver = getattr(reactor, "resolver", None)
+        if hasattr(resolver, "attach_stats"):  # the caching DNS resolver counts into dns/...
+            resolver.attach_stats(self.stats)
         if self.crawler is not None:
             self._check_settings()
             sig = self.crawler.signals
@@ -336,6 +343,8 @@ class FrontierScheduler(BaseScheduler):
             if key is None:  # resolve first (DNS prefetch); admitted when the address is known
                 self._await_dns(host, (request, canonical, fp, referer))
                 return
+        elif self.dns_prefetch and host not in self._prefetched:
+            self._prefetch(host)
         self.admission.count(canonical, referer)
         depth = int(request.meta.get("depth", 0))
         band = self.scorer.band(self.scorer.score(host, depth, 1), request.priority)
@@ -361,6 +370,17 @@ class FrontierScheduler(BaseScheduler):
             resolved = reactor.resolve(host)
         resolved.addCallbacks(lambda address: self._resolved(host, f"ip:{address}"),
                               lambda failure: self._resolved(host, host))
+
+    def _prefetch(self, host: str) -> None:
+        """Resolve a new host now, so its address is cached when its first request goes out."""
+        self._prefetched.add(host)
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+            return
+        except ValueError:
+            pass
+        self._inc("dns/prefetched")
+        reactor.resolve(host).addErrback(lambda failure: None)  # the fetch reports failures
 
     def _resolved(self, host: str, key: str) -> None:
         """A host's address is known (or cannot be: then the host is its own key, and its

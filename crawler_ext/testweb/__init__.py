@@ -25,13 +25,18 @@ class TestWebServer:
     __test__ = False
 
     def __init__(self, hosts: int = 50, pages: int = 10, seed: int = 1, hazards: bool = True,
-                 latency: float | None = None, workdir: str | Path | None = None) -> None:
+                 latency: float | None = None, workdir: str | Path | None = None,
+                 dns_ttl: int | None = None, robots_change: bool = False) -> None:
         self.hosts, self.pages, self.seed, self.hazards, self.latency = hosts, pages, seed, hazards, latency
+        self.robots_change = robots_change
+        self.dns_ttl = dns_ttl  # set: also serve the names over DNS (dns_port, dns_log())
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="testweb-"))
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.dir / "requests.jsonl"
         self.truth_path = self.dir / "truth.json"
         self.seeds_path = self.dir / "seeds.txt"
+        self.dns_log_path = self.dir / "dns.jsonl"
+        self.dns_port = 0
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
 
@@ -43,6 +48,11 @@ class TestWebServer:
             cmd.append("--no-hazards")
         if self.latency is not None:
             cmd += ["--latency", str(self.latency)]
+        if self.robots_change:
+            cmd.append("--robots-change")
+        if self.dns_ttl is not None:
+            cmd += ["--dns-port", "0", "--dns-ttl", str(self.dns_ttl),
+                    "--dns-log", str(self.dns_log_path)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -50,6 +60,8 @@ class TestWebServer:
             self.stop()
             raise RuntimeError(f"test web did not start: {line!r}")
         self.port = int(line.split("port=")[1].split()[0])
+        if " dns=" in line:
+            self.dns_port = int(line.split(" dns=")[1].split()[0])
         return self
 
     def stop(self) -> None:
@@ -78,6 +90,12 @@ class TestWebServer:
 
     def log(self) -> list[LogEntry]:
         return read_log(self.log_path) if self.log_path.exists() else []
+
+    def dns_log(self) -> list[dict[str, Any]]:
+        """The DNS server's queries: ``{"name", "type", "time"}``."""
+        if not self.dns_log_path.exists():
+            return []
+        return [json.loads(line) for line in self.dns_log_path.read_text().splitlines() if line]
 
     def clear_log(self) -> None:
         self.log_path.write_text("")

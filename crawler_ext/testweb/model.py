@@ -79,12 +79,14 @@ class TestWeb:
 
     def __init__(
         self, seed: int = 1, hosts: int = 1000, pages: int = 20, hazards: bool = True,
-        domain: str = "web.test", latency: float | None = None,
+        domain: str = "web.test", latency: float | None = None, robots_change: bool = False,
     ) -> None:
         if hosts < 1 or pages < 2:
             raise ValueError("the test web needs at least 1 host and 2 pages per host")
         self.seed, self.n_hosts, self.n_pages, self.hazards = seed, hosts, pages, hazards
         self.domain = domain
+        # robots_change: a changing host's robots.txt disallows /p/ once it was fetched once
+        self.robots_change = robots_change
         self.vocab = _vocabulary(seed)
         self.hosts = [self._make_host(i, latency) for i in range(hosts)]
         self._by_name = {h.name: h for h in self.hosts}
@@ -230,12 +232,19 @@ class TestWeb:
         paragraphs = [self._words(rng, rng.randint(40, 90)) for _ in range(rng.randint(2, 5))]
         body = "".join(f"<p>{p}</p>\n" for p in paragraphs)
         return (
-            f"<html><head><title>{title} (print)</title></head><body>\n"
+            f"<html><head><title>{title} (print)</title>"
+            f"<link rel=\"canonical\" href=\"/p/{n}.html\"></head><body>\n"
             f"<div class=\"content\"><h1>{title}</h1>\n{body}</div>\n"
             f"<p class=\"stamp\">Printed at {int(now)}</p></body></html>\n"
         ).encode()
 
-    def robots_txt(self, spec: HostSpec) -> Reply:
+    def robots_txt(self, spec: HostSpec, state: dict | None = None) -> Reply:
+        if self.robots_change and spec.changing and state is not None:
+            fetched = state.get(("robots", spec.index), 0)
+            state[("robots", spec.index)] = fetched + 1
+            if fetched:
+                return Reply(200, {"Content-Type": "text/plain"},
+                             b"User-agent: *\nDisallow: /p/\n")
         if spec.robots == "none":
             return Reply(404, {"Content-Type": "text/plain"}, b"not found\n")
         if spec.robots == "5xx":
@@ -276,7 +285,7 @@ class TestWeb:
                   if k not in IGNORED_PARAMS and not k.startswith("utm_")]
         html = {"Content-Type": "text/html; charset=utf-8"}
         if path == "/robots.txt":
-            return self.robots_txt(spec)
+            return self.robots_txt(spec, state)
         n = _page_number(path)
         if n is not None and n < self.n_pages:
             if spec.changing and n % 7 == 3 and not state.get(("503", spec.index, n)):

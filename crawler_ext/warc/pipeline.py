@@ -11,6 +11,8 @@ archived before becomes a ``revisit`` record (profile identical-payload-digest, 
 the first capture), and a 304 a revisit of profile server-not-modified.  Items (one per page
 the spider parsed) add a ``metadata`` record: outlinks, fetch timing, the dedup verdict.
 Pages the content-dedup middleware dropped get a metadata record naming their original.
+With ``CRAWLER_EXT_NOINDEX_STORE = False`` a noindex page (X-Robots-Tag, or meta robots of
+its HTML) is not archived at all.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from scrapy.exceptions import NotConfigured
 from warcio.statusandheaders import StatusAndHeaders
 
 from crawler_ext import config
+from crawler_ext.directives import raw_noindex
 from crawler_ext.signals import content_duplicate, frontier_commit
 from crawler_ext.warc.cdxj import metadata_uri
 from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
@@ -50,9 +53,11 @@ def _status_line(status: int) -> str:
 
 
 class WarcPipeline:
-    def __init__(self, writer: WarcFileWriter, stats: Any = None) -> None:
+    def __init__(self, writer: WarcFileWriter, stats: Any = None,
+                 store_noindex: bool = True) -> None:
         self.writer = writer
         self.stats = stats
+        self.store_noindex = store_noindex
         self._first_capture: dict[str, tuple[str, str]] = {}  # payload digest -> (uri, date)
         self._captures: OrderedDict[str, str] = OrderedDict()  # url -> response record id
 
@@ -68,7 +73,7 @@ class WarcPipeline:
             info={"robots": "obey" if s.getbool("ROBOTSTXT_OBEY") else "ignore",
                   "http-header-user-agent": s.get("USER_AGENT") or "",
                   "isPartOf": crawler.spidercls.name})
-        pipeline = cls(writer, crawler.stats)
+        pipeline = cls(writer, crawler.stats, config.get(s, "CRAWLER_EXT_NOINDEX_STORE"))
         crawler.signals.connect(pipeline.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(pipeline.duplicate, signal=content_duplicate)
         crawler.signals.connect(writer.flush, signal=frontier_commit)
@@ -88,6 +93,10 @@ class WarcPipeline:
 
     # -- records ---------------------------------------------------------------------------
     def response_downloaded(self, response: Any, request: Any, spider: Any = None) -> None:
+        if not self.store_noindex and raw_noindex(response):
+            if self.stats is not None:
+                self.stats.inc_value("warc/skipped_noindex")
+            return
         b = self.writer.builder
         uri = request.url
         req_head = StatusAndHeaders(
