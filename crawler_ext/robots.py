@@ -92,6 +92,16 @@ class RobotsCache:
         state = self.origins.setdefault(origin, OriginRobots())
         state.fetching, state.fetching_since = True, now
 
+    def adopt(self, origin: str, status: int, body: bytes, fetched_at: float, now: float) -> bool:
+        """Take an answer another worker fetched at ``fetched_at``, unless it is stale or ours
+        is as fresh; True if taken."""
+        expires = fetched_at + self.ttl
+        state = self.origins.get(origin)
+        if expires <= now or (state is not None and (state.fetching or state.expires >= expires - 1)):
+            return False
+        self.fetched(origin, status, body, fetched_at)
+        return True
+
     def fetched(self, origin: str, status: int | None, body: bytes, now: float) -> OriginRobots:
         """Record a robots.txt answer (``status`` None: unreachable)."""
         state = self.origins.setdefault(origin, OriginRobots())

@@ -26,12 +26,16 @@ def _split(value: str | None) -> list[str]:
 
 def parse_arguments(
     seeds: str | None = None, allowed_domains: str | None = None,
-    max_pages: str | int | None = None, **_other: Any,
+    max_pages: str | int | None = None, require_seeds: bool = True, **_other: Any,
 ) -> tuple[list[str], list[str], int]:
-    """Validate the spider's arguments; raise ValueError with a one-line message."""
+    """Validate the spider's arguments; raise ValueError with a one-line message.  Seeds may
+    be left out in a distributed crawl (``require_seeds`` False): they come from Redis."""
+    if not seeds and require_seeds:
+        raise ValueError("missing seeds: pass -a seeds=URL[,URL...] or -a seeds=PATH "
+                         "(or push them to Redis for a distributed crawl)")
     if not seeds:
-        raise ValueError("missing seeds: pass -a seeds=URL[,URL...] or -a seeds=PATH")
-    if "://" not in seeds:  # a path (URLs always carry a scheme)
+        urls: list[str] = []
+    elif "://" not in seeds:  # a path (URLs always carry a scheme)
         path = Path(seeds)
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -61,19 +65,28 @@ def parse_arguments(
     return urls, domains, limit
 
 
+def distributed(settings: Any) -> bool:
+    """A distributed crawl (the Redis frontier): seeds may come from Redis instead."""
+    return config.get(settings, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis"
+
+
 class WebSpider(scrapy.Spider):
     name = "web"
 
     def __init__(self, seeds: str | None = None, allowed_domains: str | None = None,
                  max_pages: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.seeds, domains, self.max_pages = parse_arguments(seeds, allowed_domains, max_pages)
+        # seeds are checked in from_crawler, where the settings say whether Redis feeds them
+        self.seeds, domains, self.max_pages = parse_arguments(seeds, allowed_domains, max_pages,
+                                                              require_seeds=False)
         if domains:
             self.allowed_domains = domains
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> WebSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        if not spider.seeds and not distributed(crawler.settings):
+            parse_arguments(None)  # raises: missing seeds
         if spider.max_pages:
             crawler.settings.set("CLOSESPIDER_PAGECOUNT", spider.max_pages, priority="spider")
         return spider

@@ -27,10 +27,12 @@ class Command(ScrapyCrawlCommand):
                 spidercls = self.crawler_process.spider_loader.load(args[0])
             except KeyError:
                 raise UsageError(f"no spider named {args[0]!r}", print_help=False) from None
-            validate = getattr(sys.modules.get(spidercls.__module__), "parse_arguments", None)
+            module = sys.modules.get(spidercls.__module__)
+            validate = getattr(module, "parse_arguments", None)
             if validate is not None:
+                distributed = getattr(module, "distributed", lambda settings: False)
                 try:
-                    validate(**opts.spargs)
+                    validate(**opts.spargs, require_seeds=not distributed(self.settings))
                 except (TypeError, ValueError) as exc:
                     raise UsageError(f"spider {args[0]}: {exc}", print_help=False) from None
         super().run(args, opts)

@@ -69,7 +69,8 @@ class Frontier:
         self._inlinks: dict[int, int] = {}  # inlinks counted while an entry waits in front
 
     # -- admission -------------------------------------------------------------------------
-    def add(self, entries: list[Entry]) -> None:
+    def add(self, entries: list[Entry], check_seen: bool = True) -> None:
+        """Queue admitted entries (``check_seen`` matters to the shared seen set only)."""
         self.store.front_push(entries)
         for entry in entries:
             if entry.fp:
@@ -211,6 +212,10 @@ class Frontier:
         state = self.store.host(key)
         state.crawl_delay = seconds
         self.store.host_changed(key)
+
+    def robots_answered(self, key: str, origin: str, status: int | None, body: bytes,
+                        now: float) -> None:
+        """A robots.txt answer arrived (shared by the Redis frontier; nothing to do here)."""
 
     # -- introspection ---------------------------------------------------------------------
     def pending(self) -> int:

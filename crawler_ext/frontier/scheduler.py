@@ -30,6 +30,7 @@ from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
 from crawler_ext.dupefilter import MAYBE
 from crawler_ext.netguard import NetworkGuard
+from crawler_ext.redisbloom import RedisBloom
 from crawler_ext.blocklist import Blocklist
 from crawler_ext.frontier.codec import decode_request, encode_request, entry_url
 from crawler_ext.frontier.core import DROP, Frontier
@@ -39,6 +40,7 @@ from crawler_ext.frontier.politeness import (
     PolitenessPolicy,
     parse_retry_after,
 )
+from crawler_ext.frontier.redis import RedisFrontier
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
@@ -94,6 +96,8 @@ class FrontierScheduler(BaseScheduler):
         dns_prefetch: bool = False,
     ) -> None:
         self.frontier = frontier
+        if isinstance(frontier, RedisFrontier):
+            frontier.hooks = self  # wake(), seeds(), robots_import()
         self.df = dupefilter
         self.scorer = scorer
         self.admission = admission or Admission()
@@ -130,7 +134,6 @@ class FrontierScheduler(BaseScheduler):
         get = lambda name: config.get(s, name)  # noqa: E731
         bands = get("CRAWLER_EXT_FRONTIER_BANDS")
         weights = get("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
-        store = make_store(s, bands)
         policy = PolitenessPolicy(
             min_delay=get("CRAWLER_EXT_POLITENESS_MIN_DELAY"),
             max_delay=get("CRAWLER_EXT_POLITENESS_MAX_DELAY"),
@@ -139,12 +142,16 @@ class FrontierScheduler(BaseScheduler):
             backoff_max=get("CRAWLER_EXT_POLITENESS_BACKOFF_MAX"),
         )
         stats = crawler.stats
-        frontier = Frontier(
-            store, policy, weights,
-            max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
-            max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
-            on_stat=lambda name, value: stats.inc_value(name, value),
-        )
+        frontier: Frontier | RedisFrontier
+        if get("CRAWLER_EXT_FRONTIER_BACKEND") == "redis":
+            frontier = make_redis_frontier(crawler, policy, weights)
+        else:
+            frontier = Frontier(
+                make_store(s, bands), policy, weights,
+                max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
+                max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
+                on_stat=lambda name, value: stats.inc_value(name, value),
+            )
         rank_file = get("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE")
         scorer = Scorer(bands, load_host_ranks(rank_file) if rank_file else None)
         dupefilter = build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler)
@@ -194,6 +201,8 @@ class FrontierScheduler(BaseScheduler):
             sig.connect(self._on_duplicate, signal=content_duplicate)
             sig.connect(self._on_downloaded, signal=signals.response_downloaded)
             sig.connect(self._on_left, signal=signals.request_left_downloader)
+            if isinstance(self.frontier, RedisFrontier) and self.frontier.wait_for_seeds:
+                sig.connect(self._keep_waiting, signal=signals.spider_idle)
         self._start_loop(self._flush, self.flush_interval)
         if self.log_interval:
             self._start_loop(self._log_progress, self.log_interval, now=False)
@@ -298,6 +307,7 @@ class FrontierScheduler(BaseScheduler):
         if state.crawl_delay is not None:
             self._inc("robots/crawl_delay")
         self.frontier.set_crawl_delay(key, state.crawl_delay)
+        self.frontier.robots_answered(key, origin, status, body, time.time())
         if state.sitemaps:
             self._inc("robots/sitemaps", len(state.sitemaps))
             if self.crawler is not None:
@@ -353,7 +363,9 @@ class FrontierScheduler(BaseScheduler):
                 0) >= self.learn_min_evidence:
             band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
             self._inc("frontier/demoted")
-        self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)])
+        checked = not request.dont_filter or "redirect_urls" in request.meta
+        self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)],
+                          check_seen=checked)
         self._inc("frontier/enqueued")
         self._inc(f"frontier/enqueued/band_{band}")
 
@@ -494,6 +506,36 @@ class FrontierScheduler(BaseScheduler):
             tmp.write_text(json.dumps({h: sorted(p) for h, p in self.admission.learned.items()}))
             tmp.replace(self.rules_path)
 
+    # -- hooks of the Redis frontier ---------------------------------------------------------
+    def seeds(self, urls: list[str]) -> None:
+        """Seeds popped from the Redis seeds key: admitted like any link (the shared seen set
+        drops those another worker admitted already)."""
+        for url in urls:
+            url = url.strip()
+            if not url:
+                continue
+            try:
+                request = Request(url)
+            except ValueError:
+                self._inc("admission/rejected/bad_seed")
+                continue
+            self.enqueue_request(request)
+        self._inc("frontier/redis/seeds", len(urls))
+
+    def robots_import(self, origin: str, status: int, body: bytes, fetched_at: float) -> None:
+        """A robots.txt answer another worker fetched, leased with its key."""
+        if self.robots is not None and self.robots.adopt(origin, status, body, fetched_at,
+                                                         time.time()):
+            self._inc("robots/shared")
+
+    def wake(self) -> None:
+        self._wake()
+
+    def _keep_waiting(self, spider: Any = None) -> None:
+        from scrapy.exceptions import DontCloseSpider
+
+        raise DontCloseSpider("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS: waiting for new seeds")
+
     # -- waking the engine -----------------------------------------------------------------
     def _arm_wake(self, when: float | None, now: float) -> None:
         """Make the engine ask again when the next key is ready (not at its 5 s heartbeat)."""
@@ -592,5 +634,31 @@ def make_store(settings: Any, bands: int) -> FrontierStore:
                     "CRAWLER_EXT_FRONTIER_SQLITE_PATH) to know where to keep the frontier")
             path = str(Path(jobdir) / "frontier.sqlite3")
         return SqliteStore(path, bands)
-    raise config.ConfigError(
-        "CRAWLER_EXT_FRONTIER_BACKEND=redis is not available yet in this version")
+    raise config.ConfigError(f"CRAWLER_EXT_FRONTIER_BACKEND={backend}: use make_redis_frontier")
+
+
+def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
+                        weights: list[float]) -> RedisFrontier:
+    """The shared frontier: connection from scrapy-redis's settings (REDIS_URL, REDIS_PARAMS),
+    seeds from its start-URLs key, the seen set as a Redis Bloom filter."""
+    from scrapy_redis.connection import get_redis_from_settings
+    from scrapy_redis.defaults import START_URLS_KEY
+
+    s = crawler.settings
+    get = lambda name: config.get(s, name)  # noqa: E731
+    name = crawler.spidercls.name
+    redis = get_redis_from_settings(s)
+    try:
+        prefix = get("CRAWLER_EXT_REDIS_KEY") % {"spider": name, "name": name}
+    except (KeyError, ValueError, TypeError) as exc:
+        raise config.ConfigError(f"CRAWLER_EXT_REDIS_KEY: {exc}") from None
+    seeds_key = s.get("REDIS_START_URLS_KEY", START_URLS_KEY) % {"name": name, "spider": name}
+    bloom = RedisBloom(redis, prefix, get("CRAWLER_EXT_BLOOM_CAPACITY"),
+                       get("CRAWLER_EXT_BLOOM_ERROR_RATE"))
+    stats = crawler.stats
+    return RedisFrontier(
+        redis, prefix, policy, weights, bloom,
+        shards=get("CRAWLER_EXT_REDIS_SHARDS"), lease_ttl=get("CRAWLER_EXT_REDIS_LEASE_TTL"),
+        buffer=s.getint("CONCURRENT_REQUESTS"), seeds_key=seeds_key,
+        wait_for_seeds=get("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS"),
+        on_stat=lambda key, value: stats.inc_value(key, value))

@@ -1,0 +1,621 @@
+"""The frontier kept in Redis, shared by any number of workers (``CRAWLER_EXT_FRONTIER_BACKEND =
+"redis"``).
+
+The state lives in Redis, split into ``CRAWLER_EXT_REDIS_SHARDS`` shards; a politeness key
+(host, or IP) belongs to one shard, and all of a shard's keys share one hash tag, so every
+script touches one Redis Cluster slot.  Per shard:
+
+==========================  ======================================================
+``{P:sN}:q:<key>``          the key's back queue: sorted set of entry ids, score band x 2^44 + id
+``{P:sN}:r:<band>``         ready keys whose best queued entry is in that band: score = next
+                            allowed time (the front bands and the ready heap in one)
+``{P:sN}:e``                entry id -> band byte + 64-bit fingerprint + serialised request
+``{P:sN}:hb``               key -> the ready band it is listed in, or ``L`` while leased
+``{P:sN}:na``               key -> next allowed fetch time (Redis clock)
+``{P:sN}:hs``               key -> learned politeness state and robots.txt answers (JSON)
+``{P:sN}:lk``, ``:lo``      leased keys -> lease expiry, and the worker holding each
+``{P:sN}:ls``               leased entries ``id|key`` -> lease expiry
+``{P:sN}:id``               entry id counter
+==========================  ======================================================
+
+One Lua script per shard does a worker's whole exchange at once, atomically: push admitted
+entries, release keys (with their next allowed time), requeue or complete entries, renew the
+worker's leases, return expired leases of crashed workers to their queues, and take ready keys
+-- taking a key leases its next entry and the key itself, so no two workers ever fetch from
+one key at once.  Workers exchange in a thread every ``CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL``
+(one pipelined round trip for all shards and Bloom blocks), never on the reactor thread per
+request.
+
+Within a worker the interface is :class:`~crawler_ext.frontier.core.Frontier`'s, so
+``FrontierScheduler`` (admission, robots.txt, politeness outcomes, completion after the
+response was processed) is the same code for every backend.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import logging
+import struct
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from twisted.internet import threads
+
+from crawler_ext.frontier.core import DROP, Gate, WeightedBands
+from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
+from crawler_ext.frontier.storage import Entry, HostState
+from crawler_ext.int64 import to_unsigned
+from crawler_ext.redisbloom import RedisBloom
+
+__all__ = ["RedisFrontier", "shard_of"]
+
+logger = logging.getLogger(__name__)
+
+_HEAD = struct.Struct(">BQ")  # band, fingerprint
+
+_LUA_READY = """
+local SCALE = 17592186044416
+local function ready(P, key)
+  local old = redis.call('HGET', P..':hb', key)
+  if old == 'L' then return end
+  local head = redis.call('ZRANGE', P..':q:'..key, 0, 0, 'WITHSCORES')
+  if #head == 0 then
+    if old then redis.call('ZREM', P..':r:'..old, key); redis.call('HDEL', P..':hb', key) end
+    return
+  end
+  local band = math.floor(tonumber(head[2]) / SCALE)
+  if old and tonumber(old) ~= band then redis.call('ZREM', P..':r:'..old, key) end
+  local at = tonumber(redis.call('HGET', P..':na', key) or '0')
+  redis.call('ZADD', P..':r:'..band, at, key)
+  redis.call('HSET', P..':hb', key, band)
+end
+local function requeue(P, id, key)
+  local blob = redis.call('HGET', P..':e', id)
+  if blob then
+    redis.call('ZADD', P..':q:'..key, string.byte(blob, 1) * SCALE + tonumber(id), id)
+  end
+end
+local function unlock(P, key)
+  redis.call('ZREM', P..':lk', key); redis.call('HDEL', P..':lo', key)
+  redis.call('HDEL', P..':hb', key)
+end
+"""
+
+# KEYS[1]: the shard's entry hash (names the slot).  ARGV: prefix, worker, lease ttl, bands,
+# then counts: push, release, complete, renew-entries, renew-keys; then the band quotas and
+# the sections.  Returns: outstanding entries, next ready time, expired leases, lost keys,
+# taken (key, id, entry, state) flattened.
+_LUA_SYNC = _LUA_READY + """
+local P, worker, ttl, nb = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local n_push, n_rel, n_done = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local n_renew, n_renew_keys = tonumber(ARGV[8]), tonumber(ARGV[9])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local total = tonumber(ARGV[10 + nb])
+local i = 11 + nb
+-- admitted entries
+for _ = 1, n_push do
+  local key, band, blob = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  i = i + 3
+  local id = redis.call('INCR', P..':id')
+  redis.call('HSET', P..':e', id, blob)
+  redis.call('ZADD', P..':q:'..key, band * SCALE + id, id)
+  local old = redis.call('HGET', P..':hb', key)
+  if not old or (old ~= 'L' and tonumber(old) > band) then ready(P, key) end
+end
+-- keys released: [key, delay or '', state or '', ids to requeue (comma-separated)]
+local lost = 0
+for _ = 1, n_rel do
+  local key, delay, state, back = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  i = i + 4
+  if redis.call('HGET', P..':lo', key) == worker then
+    for id in string.gmatch(back, '[^,]+') do
+      redis.call('ZREM', P..':ls', id..'|'..key)
+      requeue(P, id, key)
+    end
+    if delay ~= '' then redis.call('HSET', P..':na', key, now + tonumber(delay)) end
+    if state ~= '' then redis.call('HSET', P..':hs', key, state) end
+    unlock(P, key)
+    ready(P, key)
+  else
+    lost = lost + 1
+  end
+end
+-- entries done with: 'id|key'
+for _ = 1, n_done do
+  local m = ARGV[i]
+  i = i + 1
+  redis.call('ZREM', P..':ls', m)
+  redis.call('HDEL', P..':e', string.sub(m, 1, string.find(m, '|', 1, true) - 1))
+end
+-- leases still held by this worker
+for _ = 1, n_renew do
+  redis.call('ZADD', P..':ls', 'XX', now + ttl, ARGV[i])
+  i = i + 1
+end
+for _ = 1, n_renew_keys do
+  if redis.call('HGET', P..':lo', ARGV[i]) == worker then
+    redis.call('ZADD', P..':lk', 'XX', now + ttl, ARGV[i])
+  end
+  i = i + 1
+end
+-- leases of crashed (or stalled) workers
+local expired = 0
+for _, key in ipairs(redis.call('ZRANGEBYSCORE', P..':lk', '-inf', now, 'LIMIT', 0, 200)) do
+  unlock(P, key)
+  ready(P, key)
+end
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':ls', '-inf', now, 'LIMIT', 0, 200)) do
+  redis.call('ZREM', P..':ls', m)
+  local sep = string.find(m, '|', 1, true)
+  local id, key = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
+  requeue(P, id, key)
+  ready(P, key)
+  expired = expired + 1
+end
+-- take ready keys: each band up to its quota (weighted, so no band starves), then the
+-- rest of the total from the best bands
+local out = {}
+local taken = 0
+for pass = 1, 2 do
+ for b = 0, nb - 1 do
+  local quota = tonumber(ARGV[10 + b])
+  if pass == 2 then quota = total - taken end
+  if quota > total - taken then quota = total - taken end
+  if quota > 0 then
+    for _, key in ipairs(redis.call('ZRANGEBYSCORE', P..':r:'..b, '-inf', now, 'LIMIT', 0, quota)) do
+      redis.call('ZREM', P..':r:'..b, key)
+      redis.call('HDEL', P..':hb', key)
+      local popped = redis.call('ZPOPMIN', P..':q:'..key)
+      if #popped > 0 then
+        local id = popped[1]
+        local blob = redis.call('HGET', P..':e', id)
+        if blob then
+          redis.call('ZADD', P..':ls', now + ttl, id..'|'..key)
+          redis.call('ZADD', P..':lk', now + ttl, key)
+          redis.call('HSET', P..':lo', key, worker)
+          redis.call('HSET', P..':hb', key, 'L')
+          out[#out + 1] = key
+          out[#out + 1] = id
+          out[#out + 1] = blob
+          out[#out + 1] = redis.call('HGET', P..':hs', key) or ''
+          taken = taken + 1
+        else
+          ready(P, key)
+        end
+      end
+    end
+  end
+ end
+end
+local nxt = ''
+for b = 0, nb - 1 do
+  local top = redis.call('ZRANGE', P..':r:'..b, 0, 0, 'WITHSCORES')
+  if #top > 0 and (nxt == '' or tonumber(top[2]) < tonumber(nxt)) then nxt = top[2] end
+end
+return {redis.call('HLEN', P..':e'), nxt, expired, lost, out}
+"""
+
+
+# Seeds popped from the start-URLs list are claimed until the exchange that pushes them into
+# the frontier, so no worker sees the crawl finished while seeds are on their way, and the
+# seeds of a worker that dies in between go back to the list.  KEYS: the list, the claims
+# hash and their expiry set (hash-tagged with the list's name: one slot).  ARGV: count,
+# worker, ttl.  Returns popped seeds, seeds left, claims open.
+_LUA_CLAIM = r"""
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+for _, dead in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
+  local seeds = redis.call('HGET', KEYS[2], dead)
+  if seeds then
+    for url in string.gmatch(seeds, '[^\n]+') do redis.call('RPUSH', KEYS[1], url) end
+  end
+  redis.call('HDEL', KEYS[2], dead); redis.call('ZREM', KEYS[3], dead)
+end
+local popped = {}
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
+  popped = redis.call('LPOP', KEYS[1], tonumber(ARGV[1])) or {}
+  if #popped > 0 then
+    redis.call('HSET', KEYS[2], ARGV[2], table.concat(popped, '\n'))
+    redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
+  end
+end
+return {popped, redis.call('LLEN', KEYS[1]), redis.call('ZCARD', KEYS[3])}
+"""
+
+
+def shard_of(key: str, shards: int) -> int:
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % shards
+
+
+def _state_blob(state: HostState, robots: dict[str, list] | None) -> str:
+    data = asdict(state)
+    data.pop("in_flight", None)
+    data.pop("next_allowed", None)
+    if robots:
+        data["robots"] = robots
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _state_from(blob: bytes) -> tuple[HostState, dict[str, list]]:
+    if not blob:
+        return HostState(), {}
+    data = json.loads(blob)
+    robots = data.pop("robots", {})
+    return HostState(**{k: v for k, v in data.items() if k in HostState.__slots__}), robots
+
+
+class _Ops:
+    """What one exchange with Redis carries, per shard."""
+
+    __slots__ = ("push", "release", "done", "renew", "renew_keys")
+
+    def __init__(self) -> None:
+        self.push: list[bytes | str | int] = []
+        self.release: list[str] = []
+        self.done: list[str] = []
+        self.renew: list[str] = []
+        self.renew_keys: list[str] = []
+
+
+class RedisFrontier:
+    """A worker's view of the shared frontier: the :class:`Frontier` interface over Redis."""
+
+    ROBOTS_SHARE_LIMIT = 64 * 1024  # robots.txt bodies larger than this are not shared
+
+    def __init__(
+        self,
+        redis: Any,
+        prefix: str,
+        policy: PolitenessPolicy,
+        weights: Sequence[float],
+        bloom: RedisBloom | None,
+        shards: int = 16,
+        lease_ttl: float = 60.0,
+        buffer: int = 64,
+        seeds_key: str | None = None,
+        stats_key: str | None = None,
+        wait_for_seeds: bool = False,
+        on_stat: Callable[[str, float], None] | None = None,
+    ) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self.policy = policy
+        self.weights = list(weights)
+        self.bands = len(self.weights)
+        self.selector = WeightedBands(weights)
+        self.bloom = bloom
+        self.shards = shards
+        self.lease_ttl = lease_ttl
+        self.buffer = buffer
+        self.seeds_key = seeds_key
+        self.stats_key = stats_key
+        self.wait_for_seeds = wait_for_seeds
+        self.max_in_flight = 1  # a leased key is fetched by one worker, one request at a time
+        self.worker = f"{uuid.uuid4().hex[:12]}"
+        self._stat = on_stat or (lambda name, value: None)
+        self._script = redis.register_script(_LUA_SYNC)
+        self._claim = redis.register_script(_LUA_CLAIM)
+        self._claim_keys = ([seeds_key, f"{{{seeds_key}}}:claims", f"{{{seeds_key}}}:claimed"]
+                            if seeds_key else [])
+        self._claim_open = False  # seeds claimed, admitted, to be released after their push
+        self._tags = [f"{{{prefix}:s{n}}}" for n in range(shards)]
+        # local state (reactor thread only)
+        self._outbox: list[tuple[Entry, bool]] = []
+        self._ready: list[tuple[float, int, Entry]] = []  # leased, not yet dispatched
+        self._seq = itertools.count()
+        self._parked: dict[str, Entry] = {}  # waiting for their robots.txt fetch
+        self._states: dict[str, tuple[HostState, dict[str, list]]] = {}  # keys we lease
+        self._held: dict[int, str] = {}  # entry id -> key, leased by us and not completed
+        self._release: list[tuple[str, float | None, str, str, float]] = []
+        self._done: list[tuple[int, str]] = []
+        self._remote: int | None = None  # entries queued or leased anywhere; None: not known
+        self._seeds_waiting = 0
+        self._syncing = False
+        self._closed = False
+        self._lock = threading.Lock()
+        self._failure_logged = False
+        self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...)
+
+    # -- the Frontier interface --------------------------------------------------------------
+    def add(self, entries: list[Entry], check_seen: bool = True) -> None:
+        for entry in entries:
+            self._outbox.append((entry, check_seen))
+
+    def relink(self, fp: int) -> int | None:
+        return None  # queued entries live in Redis: no inlink counting across workers
+
+    def promote(self, fp: int, band: int) -> bool:
+        return False
+
+    def recover(self) -> int:
+        return 0  # Redis is the durable store; leases of a crashed worker expire
+
+    def next(self, now: float, gate: Gate | None = None) -> Entry | None:
+        while self._ready and self._ready[0][0] <= now:
+            entry = heapq.heappop(self._ready)[2]
+            verdict = gate(entry, now) if gate is not None else entry
+            if verdict == DROP:
+                self._stat("frontier/dropped", 1)
+                self._complete_one(entry.id)
+                self._release_key(entry.key, None)
+                continue
+            if isinstance(verdict, float):  # hold the key: back to Redis until then
+                self._release_key(entry.key, max(0.0, verdict - now), requeue=entry.id)
+                continue
+            if verdict is not entry:  # robots.txt first; the entry waits with its key
+                self._parked[entry.key] = entry
+                entry = verdict  # type: ignore[assignment]
+            return entry
+        return None
+
+    def next_ready_time(self) -> float | None:
+        return self._ready[0][0] if self._ready else None
+
+    def done(self, entry: Entry, outcome: Outcome, now: float) -> float:
+        state, robots = self._states.get(entry.key) or (HostState(), {})
+        delay = self.policy.update(state, outcome, now)
+        parked = self._parked.pop(entry.key, None)
+        if parked is not None:  # its robots.txt arrived: the entry goes after the delay
+            heapq.heappush(self._ready, (now + delay, next(self._seq), parked))
+        else:
+            self._release_key(entry.key, delay)
+        return delay
+
+    def release(self, entry: Entry, now: float) -> None:
+        """Dropped before the network: free the key, its next allowed time unchanged."""
+        parked = self._parked.pop(entry.key, None)
+        self._release_key(entry.key, None, requeue=parked.id if parked else 0)
+
+    def complete(self, entry_ids: list[int]) -> None:
+        for entry_id in entry_ids:
+            if entry_id:
+                self._complete_one(entry_id)
+
+    def set_crawl_delay(self, key: str, seconds: float | None) -> None:
+        if key in self._states:
+            self._states[key][0].crawl_delay = seconds
+
+    def robots_answered(self, key: str, origin: str, status: int | None, body: bytes,
+                        now: float) -> None:
+        """Share a robots.txt answer with the other workers (stored with the key's state)."""
+        if key not in self._states or status is None or status >= 500 or \
+                len(body) > self.ROBOTS_SHARE_LIMIT:
+            return
+        self._states[key][1][origin] = [status, now, body.decode("latin-1")]
+
+    def pending(self) -> int:
+        local = len(self._outbox) + len(self._ready) + len(self._parked)
+        remote = 1 if self._remote is None else self._remote
+        return local + remote + self._seeds_waiting
+
+    def active_keys(self) -> int:
+        return len(self._states)
+
+    # the store part of the interface, for the scheduler's lifecycle calls
+    @property
+    def store(self) -> RedisFrontier:
+        return self
+
+    def open(self) -> None:
+        self.redis.ping()  # fail at start, with the connection error, if Redis is not there
+        if self.bloom is not None:
+            self.bloom.open()
+
+    def front_sizes(self) -> list[int]:
+        return [len(self._outbox), len(self._ready), self._remote or 0]
+
+    def admitted_since(self, mark: int) -> tuple[list[int], int]:
+        return [], mark
+
+    def admitted_mark(self) -> int:
+        return 0
+
+    def flush(self) -> None:
+        """Start an exchange with Redis in a thread (unless one is still running)."""
+        if self._syncing or self._closed:
+            return
+        ops, take, counts = self._collect()
+        self._syncing = True
+        d = threads.deferToThread(self._exchange, ops, take, counts)
+        d.addCallbacks(self._exchanged, self._exchange_failed, errbackArgs=(ops,))
+
+    def close(self) -> None:
+        """Give back what this worker holds but has not fetched, and send the last changes."""
+        self._closed = True
+        held: dict[str, list[int]] = {}
+        for entry_id, key in self._held.items():
+            held.setdefault(key, []).append(entry_id)
+        # keys this worker still locks: their leased entries go back to their queues now
+        # (entries already fetched, whose processing did not finish, expire with their lease)
+        for key in list(self._states):
+            self._release_key(key, None, requeue=held.get(key, []))
+        self._ready.clear()
+        self._parked.clear()
+        ops, _, counts = self._collect()
+        try:
+            with self._lock:  # waits for a running exchange
+                self._exchange(ops, [0] * (self.bands + 1), counts, final=True)
+        except Exception as exc:  # noqa: BLE001 - the leases expire anyway
+            logger.warning("Redis frontier: final exchange failed (%s); this worker's leases "
+                           "return to the frontier when they expire", exc)
+
+    # -- internals ---------------------------------------------------------------------------
+    def _complete_one(self, entry_id: int) -> None:
+        key = self._held.pop(entry_id, None)
+        if key is not None:
+            self._done.append((entry_id, key))
+
+    def _release_key(self, key: str, delay: float | None, requeue: Sequence[int] | int = ()) -> None:
+        """Unlock ``key`` at the next exchange; its next fetch ``delay`` seconds after now
+        (None: next allowed time unchanged); ``requeue``: leased entries to put back."""
+        state = self._states.pop(key, None)
+        blob = _state_blob(*state) if state is not None else ""
+        ids = [requeue] if isinstance(requeue, int) else list(requeue)
+        for entry_id in ids:
+            self._held.pop(entry_id, None)
+        back = ",".join(str(i // self.shards) for i in ids if i)
+        self._release.append((key, delay, blob, back, time.time()))
+
+    def _collect(self) -> tuple[dict[int, _Ops], list[int], dict[str, int]]:
+        ops: dict[int, _Ops] = {}
+
+        def shard(key: str) -> _Ops:
+            n = shard_of(key, self.shards)
+            if n not in ops:
+                ops[n] = _Ops()
+            return ops[n]
+
+        outbox, self._outbox = self._outbox, []
+        new = [(e, chk) for e, chk in outbox]
+        for entry, check in new:
+            op = shard(entry.key)
+            blob = _HEAD.pack(entry.band, to_unsigned(entry.fp)) + entry.data
+            op.push.append((entry, check, blob))  # type: ignore[arg-type]
+        now = time.time()
+        for key, delay, blob, back, since in self._release:
+            # the delay counts from the response; what is left of it from now on
+            left = "" if delay is None else repr(round(max(0.0, delay - (now - since)), 3))
+            shard(key).release += [key, left, blob, back]
+        self._release = []
+        for entry_id, key in self._done:
+            shard(key).done.append(f"{entry_id // self.shards}|{key}")
+        self._done = []
+        for entry_id, key in self._held.items():
+            shard(key).renew.append(f"{entry_id // self.shards}|{key}")
+        for key in self._states:
+            shard(key).renew_keys.append(key)
+        room = self.buffer - len(self._ready) - len(self._states)
+        take = [0] * (self.bands + 1)  # per band, then the total, for each shard
+        if room > 0 and not self._closed:
+            # ready keys are not spread evenly over the shards: ask each for a share and a
+            # half (what comes beyond the room waits in the local buffer, its key leased)
+            per_shard = max(2, -(-3 * room // (2 * self.shards)))
+            weight = sum(self.weights)
+            take = [max(1, round(per_shard * w / weight)) for w in self.weights] + [per_shard]
+        counts = {"seeds": 100 if self.seeds_key and room > 0 and not self._closed else 0,
+                  "release_claim": int(self._claim_open)}
+        self._claim_open = False
+        return ops, take, counts
+
+    def _exchange(self, ops: dict[int, _Ops], take: list[int], counts: dict[str, int],
+                  final: bool = False) -> dict[str, Any]:
+        """Runs in a thread: one pipelined round trip (two when links need the seen set)."""
+        commands = 0
+        filtered = 0
+        pushes = [(n, item) for n, op in ops.items() for item in op.push]
+        checks = [(n, item) for n, item in pushes if item[1]]
+        if checks and self.bloom is not None:
+            new = self.bloom.add_many([to_unsigned(item[0].fp) for _, item in checks])
+            commands += self.bloom.last_commands
+            rejected = {id(item) for (_, item), is_new in zip(checks, new) if not is_new}
+            filtered = len(rejected)
+            for op in ops.values():
+                op.push = [item for item in op.push if id(item) not in rejected]
+        pipe = self.redis.pipeline(transaction=False)
+        shards = list(ops) if not any(take) else range(self.shards)
+        for n in shards:
+            op = ops.get(n) or _Ops()
+            args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
+                               len(op.push), len(op.release) // 4, len(op.done), len(op.renew),
+                               len(op.renew_keys), *take]
+            for entry, _, blob in op.push:  # type: ignore[misc]
+                args += [entry.key, entry.band, blob]
+            args += op.release + op.done + op.renew + op.renew_keys
+            self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
+            commands += 1
+        if counts.get("release_claim"):  # after the push of the seeds' entries above
+            pipe.hdel(self._claim_keys[1], self.worker)
+            pipe.zrem(self._claim_keys[2], self.worker)
+            commands += 2
+        if counts.get("seeds"):
+            self._claim(keys=self._claim_keys, args=[counts["seeds"], self.worker,
+                                                     self.lease_ttl], client=pipe)
+            commands += 1
+        results = pipe.execute() if commands else []
+        out: dict[str, Any] = {"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
+                               "pushed": len(pushes) - filtered, "commands": commands,
+                               "remote": {}, "seeds": [], "seeds_waiting": None}
+        for n, result in zip(shards, results):
+            outstanding, _nxt, expired, lost, taken = result
+            out["remote"][n] = int(outstanding)
+            out["expired"] += int(expired)
+            out["lost"] += int(lost)
+            for i in range(0, len(taken), 4):
+                key = taken[i].decode("utf-8", "surrogatepass")
+                rid = int(taken[i + 1])
+                out["taken"].append((key, rid * self.shards + n, taken[i + 2], taken[i + 3]))
+        if counts.get("seeds"):
+            popped, waiting, claims = results[-1]
+            out["seeds"] = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s
+                            for s in (popped or [])]
+            out["seeds_waiting"] = int(waiting) + int(claims)
+        if not results or len(shards) < self.shards:
+            out["remote"] = None if final else out["remote"]
+        return out
+
+    def _exchanged(self, out: dict[str, Any]) -> None:
+        self._syncing = False
+        if self._closed:
+            return
+        now = time.time()
+        self._stat("frontier/redis/exchanges", 1)
+        self._stat("frontier/redis/commands", out["commands"])
+        if out["filtered"]:
+            self._stat("dupefilter/redis/filtered", out["filtered"])
+        if out["pushed"]:
+            self._stat("frontier/redis/pushed", out["pushed"])
+        if out["expired"]:
+            self._stat("frontier/redis/leases_expired", out["expired"])
+        if out["lost"]:
+            self._stat("frontier/redis/leases_lost", out["lost"])
+        remote = out["remote"]
+        if remote is not None and len(remote) == self.shards:
+            self._remote = sum(remote.values())
+        if out["seeds_waiting"] is not None:
+            self._seeds_waiting = out["seeds_waiting"]
+        for key, entry_id, blob, state_blob in out["taken"]:
+            band, fp = _HEAD.unpack_from(blob)
+            entry = Entry(key, band, bytes(blob[_HEAD.size:]), fp, entry_id)
+            state, robots = _state_from(state_blob)
+            self._states[key] = (state, robots)
+            self._held[entry_id] = key
+            if robots and self.hooks is not None:
+                for origin, (status, fetched_at, body) in robots.items():
+                    self.hooks.robots_import(origin, status, body.encode("latin-1"), fetched_at)
+            heapq.heappush(self._ready, (now, next(self._seq), entry))
+        if out["taken"]:
+            self._stat("frontier/redis/leased", len(out["taken"]))
+        if out["seeds"] and self.hooks is not None:
+            self.hooks.seeds(out["seeds"])
+            self._claim_open = True  # released by the exchange that pushes them
+        if (out["taken"] or out["seeds"]) and self.hooks is not None:
+            self.hooks.wake()
+
+    def _exchange_failed(self, failure: Any, ops: dict[int, _Ops]) -> None:
+        """Redis unreachable (or a script error): keep everything for the next exchange."""
+        self._syncing = False
+        for op in ops.values():
+            for entry, check, _ in op.push:  # type: ignore[misc]
+                self._outbox.append((entry, check))
+            now = time.time()
+            for i in range(0, len(op.release), 4):
+                key, left, blob, back = op.release[i:i + 4]
+                self._release.append((key, float(left) if left else None, blob, back, now))
+            for member in op.done:
+                rid, _, key = member.partition("|")
+                self._done.append((int(rid) * self.shards + shard_of(key, self.shards), key))
+        self._stat("frontier/redis/errors", 1)
+        if not self._failure_logged:
+            self._failure_logged = True
+            logger.error("Redis frontier: exchange failed: %s (retrying every flush; further "
+                         "failures are counted in frontier/redis/errors)",
+                         failure.getErrorMessage())
+

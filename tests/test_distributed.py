@@ -1,0 +1,185 @@
+"""Distributed crawling: the Redis frontier and seen set, with real Redis and real workers.
+
+Redis must answer on 127.0.0.1:6379 (``.ci/run`` starts it); these tests use database 9.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from crawler_ext.frontier.codec import entry_url
+from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
+from crawler_ext.frontier.redis import RedisFrontier
+from crawler_ext.frontier.storage import Entry
+from crawler_ext.redisbloom import RedisBloom, bloom_geometry
+from crawler_ext.testweb import politeness_violations, read_log
+from crawler_ext.urls import fingerprint
+
+redis_lib = pytest.importorskip("redis")
+REDIS_URL = "redis://127.0.0.1:6379/9"
+
+
+@pytest.fixture
+def redis():
+    client = redis_lib.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis_lib.ConnectionError:
+        pytest.fail("Redis does not answer on 127.0.0.1:6379 (.ci/run starts one)")
+    client.flushdb()
+    yield client
+    client.flushdb()
+
+
+def test_bloom_blocks_test_and_set_atomically_with_its_false_positive_rate(redis) -> None:
+    bits, blocks, k = bloom_geometry(1_000_000_000, 0.01)
+    assert blocks == 72 and bits * blocks / 8 < 1.25e9 and k == 7  # 1 B URLs: 1.2 GB, 72 keys
+    bloom = RedisBloom(redis, "t", capacity=20_000, error_rate=0.01)
+    bloom.open()
+    fps = [fingerprint(f"http://h{i % 50}.example/p/{i}") for i in range(20_000)]
+    assert all(bloom.add_many(fps[:10_000]))
+    assert not any(bloom.add_many(fps[:10_000]))  # seen, every one
+    again = bloom.add_many(fps[10_000:] + fps[10_000:12_000])  # a batch with repeats
+    assert sum(again[:10_000]) >= 10_000 * 0.99 and not any(again[10_000:])
+    # at capacity, new URLs are taken for seen at about the target rate (1 %); the probes are
+    # added as they are tested, so the filter ends 10 % over capacity
+    probes = [fingerprint(f"http://other.example/{i}") for i in range(2_000)]
+    false_positive = 1 - sum(bloom.add_many(probes)) / len(probes)
+    assert 0.002 < false_positive < 0.02
+    # a second worker with other settings adopts the stored geometry
+    other = RedisBloom(redis, "t", capacity=5_000_000, error_rate=0.001)
+    other.open()
+    assert (other.block_bits, other.blocks, other.hashes) == (
+        bloom.block_bits, bloom.blocks, bloom.hashes)
+    assert not any(other.add_many(fps[:1000]))
+
+
+def _frontier(redis, lease_ttl: float = 2.0) -> RedisFrontier:
+    return RedisFrontier(redis, "t", PolitenessPolicy(min_delay=0.5, max_delay=0.5), [5, 2, 1],
+                         RedisBloom(redis, "t", 10_000), shards=4, lease_ttl=lease_ttl, buffer=8)
+
+
+def _exchange(frontier: RedisFrontier) -> list[Entry]:
+    """One exchange, synchronously; the entries leased by it."""
+    before = len(frontier._ready)
+    frontier._exchanged(frontier._exchange(*frontier._collect()))
+    return [e for _, _, e in sorted(frontier._ready)[before:]] if frontier._ready else []
+
+
+def _entry(host: str, n: int, band: int = 1) -> Entry:
+    url = f"http://{host}/p/{n}"
+    return Entry(host, band, b"U0\x00\x00" + url.encode(), fingerprint(url))
+
+
+def test_a_leased_host_is_fetched_by_one_worker_and_a_crashed_lease_returns(redis) -> None:
+    a, b = _frontier(redis), _frontier(redis)
+    for f in (a, b):
+        f.open()
+    a.add([_entry("h1", 1), _entry("h1", 2), _entry("h2", 1, band=0)])
+    b.add([_entry("h1", 1)])  # the same URL from another worker: the seen set drops it
+    _exchange(a)
+    _exchange(b)
+    assert b._remote == 3
+    now = time.time()
+    first = [a.next(now), a.next(now), a.next(now)]
+    got_a = [entry_url(e.data) for e in first if e is not None]
+    got_b = [entry_url(e.data) for e in _exchange(b)]
+    # each host leased once: a holds h1 and h2; b gets nothing while a holds them
+    assert sorted(got_a) == ["http://h1/p/1", "http://h2/p/1"] and got_b == []
+    # a reports h1's fetch: h1 rests 0.5 s, then b may take its second URL
+    h1 = next(e for e in first if e is not None and e.key == "h1")
+    a.done(h1, Outcome(200, 0.01), time.time())
+    a.complete([h1.id])
+    _exchange(a)
+    assert _exchange(b) == []  # still resting
+    time.sleep(0.6)
+    taken = _exchange(b)
+    assert [entry_url(e.data) for e in taken] == ["http://h1/p/2"]
+    assert b.next(time.time()).key == "h1"
+    # a crashes holding h2 (no renewal, no release): after the lease expires b gets h2 back
+    time.sleep(2.1)
+    taken = _exchange(b)
+    assert [entry_url(e.data) for e in taken] == ["http://h2/p/1"]
+    assert b._remote == 2  # h1/p/2 and h2/p/1 are still leased (by b)
+
+
+def test_close_gives_back_unfetched_leases_at_once(redis) -> None:
+    a, b = _frontier(redis, lease_ttl=60), _frontier(redis, lease_ttl=60)
+    a.open()
+    a.add([_entry(f"h{i}", 1) for i in range(5)])
+    assert len(_exchange(a) + _exchange(a)) == 5
+    a.close()  # leased, never dispatched: back to the queues without waiting for expiry
+    assert len(_exchange(b)) == 5
+
+
+def _worker(web, workdir: Path, n: int, extra: dict | None = None) -> subprocess.Popen:
+    settings = {"CRAWLER_EXT_FRONTIER_BACKEND": "redis", "REDIS_URL": REDIS_URL,
+                "CRAWLER_EXT_HOSTS": web.hosts_setting,
+                "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
+                "CRAWLER_EXT_WARC_DIR": str(workdir / f"warcs{n}"),
+                "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.5, "CRAWLER_EXT_POLITENESS_MAX_DELAY": 0.5,
+                "CRAWLER_EXT_REDIS_LEASE_TTL": 3, "CONCURRENT_REQUESTS": 8,
+                "CRAWLER_EXT_STATS_FILE": str(workdir / f"stats{n}.json"), **(extra or {})}
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "web"]
+    for name, value in settings.items():
+        cmd += ["-s", f"{name}={value}"]
+    log = (workdir / f"worker{n}.log").open("w")
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_three_workers_one_killed_fetch_every_page_once_and_stay_polite(
+        redis, testweb_factory, tmp_path: Path) -> None:
+    web = testweb_factory(hosts=30, pages=12, hazards=False)
+    pushed = subprocess.run(
+        [sys.executable, "-m", "crawler_ext.distributed", "--redis-url", REDIS_URL,
+         "push-seeds", str(web.seeds_path)], capture_output=True, text=True, cwd=ROOT)
+    assert pushed.returncode == 0 and "pushed 30 seeds" in pushed.stdout, pushed.stderr
+    workers = [_worker(web, tmp_path, n) for n in range(3)]
+    try:
+        _crawl_with_a_kill(web, tmp_path, workers)
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+
+
+def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen]) -> None:
+    expected = len(web.truth()["pages"])
+    deadline = time.time() + 120
+    while len(read_log(web.log_path)) < expected // 3 and time.time() < deadline:
+        time.sleep(0.2)
+    workers[0].send_signal(signal.SIGKILL)  # mid-crawl, holding leases
+    killed_at = time.time()
+    for w in workers[1:]:
+        assert w.wait(timeout=240) == 0, (tmp_path / "worker1.log").read_text()[-3000:]
+    log = read_log(web.log_path)
+    fetched = Counter((e.host, e.path) for e in log)
+    pages = {(url.split("//", 1)[1].split(":")[0], "/" + url.split("/", 3)[3])
+             for url in web.truth()["pages"]}
+    assert pages <= set(fetched), sorted(pages - set(fetched))[:10]
+    stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in (1, 2)]
+    assert all(s["finish_reason"] == "finished" for s in stats)
+    assert all(s.get("frontier/dispatched", 0) > 0 for s in stats)  # both did their share
+    # the killed worker's leases (entries fetched or about to be, whose completion it never
+    # sent) expired and went back to the queues: those, and only those, are fetched twice,
+    # plus robots.txt of hosts it leased before sharing their answer
+    expired = sum(s.get("frontier/redis/leases_expired", 0) for s in stats)
+    assert expired >= 1
+    twice = {k: v for k, v in fetched.items() if v > 1}
+    assert all(v == 2 for v in twice.values()), twice
+    assert len([k for k in twice if k[1] != "/robots.txt"]) <= expired, (twice, expired)
+    assert len([k for k in twice if k[1] == "/robots.txt"]) <= expired
+    # one request at a time per host and 0.5 s between them, across all workers, kill included
+    assert politeness_violations(log, 0.5) == []
+    assert any(e.start > killed_at for e in log)  # the others went on after the kill
