@@ -271,5 +271,8 @@ def validate_all(settings: Any) -> None:
     if high < low:
         raise ConfigError(f"CRAWLER_EXT_POLITENESS_MAX_DELAY ({high}) is below "
                           f"CRAWLER_EXT_POLITENESS_MIN_DELAY ({low})")
+    from crawler_ext.dns import parse_servers  # raises ConfigError naming the setting
+
+    parse_servers(get(settings, "CRAWLER_EXT_DNS_SERVERS"))
     if get(settings, "CRAWLER_EXT_SIMHASH_DISTANCE") > 3:
         raise ConfigError("CRAWLER_EXT_SIMHASH_DISTANCE: the SimHash index answers 0 to 3")

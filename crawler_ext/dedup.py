@@ -8,6 +8,7 @@ the index is persisted in batches and rebuilt on open, so a resumed crawl rememb
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,7 @@ class ContentIndex:
         self.path = Path(path) if path else None
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[int, str, int, int]] = []
+        self.on_new: Callable[[str, int, int], None] | None = None  # shares unique pages
 
     def open(self) -> None:
         if self.path is None:
@@ -71,11 +73,18 @@ class ContentIndex:
             self._db.close()
             self._db = None
 
-    def _remember(self, url: str, ex: int, sh: int) -> None:
+    def add_remote(self, url: str, ex: int, sh: int) -> None:
+        """A unique page another worker fetched (distributed crawl): remember, not share."""
+        if ex not in self.by_exact:
+            self._remember(url, ex, sh, share=False)
+
+    def _remember(self, url: str, ex: int, sh: int, share: bool = True) -> None:
         doc_id = len(self.urls)
         self.urls.append(url)
         self.by_exact.setdefault(ex, doc_id)
         self.index.add(sh, doc_id)
+        if share and self.on_new is not None:
+            self.on_new(url, ex, sh)
         if self._db is not None:
             self._pending.append((doc_id, url, _signed(ex), _signed(sh)))
             if len(self._pending) >= 1000:

@@ -19,9 +19,27 @@ from urllib.parse import urlsplit
 
 from crawler_ext.redisbloom import RedisBloom
 
-__all__ = ["crawl_status", "main", "read_seeds"]
+__all__ = ["crawl_prefix", "crawl_status", "main", "read_seeds", "redis_from_settings"]
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
+
+
+def redis_from_settings(settings: Any) -> Any:
+    """The Redis client of a distributed crawl: scrapy-redis's connection settings
+    (``REDIS_URL``, ``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``)."""
+    from scrapy_redis.connection import get_redis_from_settings
+
+    return get_redis_from_settings(settings)
+
+
+def crawl_prefix(settings: Any, spider: str) -> str:
+    """``CRAWLER_EXT_REDIS_KEY`` for this spider: the prefix of every key of the crawl."""
+    from crawler_ext import config
+
+    try:
+        return config.get(settings, "CRAWLER_EXT_REDIS_KEY") % {"spider": spider, "name": spider}
+    except (KeyError, ValueError, TypeError) as exc:
+        raise config.ConfigError(f"CRAWLER_EXT_REDIS_KEY: {exc}") from None
 
 
 def read_seeds(items: list[str]) -> list[str]:

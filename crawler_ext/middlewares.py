@@ -8,12 +8,15 @@ detection.  Put it below ``HttpCompressionMiddleware`` (590) so it sees decoded 
 The verdict goes into ``response.meta["dedup"]`` (``verdict``, ``original``, ``distance``,
 ``simhash``, ``exact_hash``); with ``CRAWLER_EXT_DEDUP_ACTION = "drop"`` duplicates stop
 there (IgnoreRequest), so their links are not extracted twice.  Each duplicate is announced
-with the ``crawler_ext.signals.content_duplicate`` signal.
+with the ``crawler_ext.signals.content_duplicate`` signal.  In a distributed crawl (the Redis
+frontier) the index is shared between the workers through a log in Redis.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -26,11 +29,15 @@ from scrapy.utils.job import job_dir
 
 from crawler_ext import config
 from crawler_ext.dedup import ContentIndex
+from crawler_ext.distributed import crawl_prefix, redis_from_settings
+from crawler_ext.sharedlog import SharedLog
 from crawler_ext.signals import content_duplicate, frontier_commit
 
 __all__ = ["ContentDedupMiddleware"]
 
 logger = logging.getLogger(__name__)
+
+_DOC = struct.Struct(">QQ")  # exact hash, SimHash; then the URL
 
 
 class ContentDedupMiddleware:
@@ -42,6 +49,7 @@ class ContentDedupMiddleware:
         self._hosts_fetched: Counter[str] = Counter()
         self._hosts_dup: Counter[str] = Counter()
         self._logged = False
+        self._shared: SharedLog | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> ContentDedupMiddleware:
@@ -50,15 +58,35 @@ class ContentDedupMiddleware:
         jobdir = job_dir(s)
         index = ContentIndex(distance, Path(jobdir) / "content.sqlite3" if jobdir else None)
         mw = cls(index, config.get(s, "CRAWLER_EXT_DEDUP_ACTION"), crawler)
+        if config.get(s, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis":
+            mw.share(redis_from_settings(s), crawl_prefix(s, crawler.spidercls.name))
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(index.flush, signal=frontier_commit)
         return mw
 
+    def share(self, redis: Any, prefix: str) -> None:
+        """Distributed crawl: unique pages go to a shared log that every worker's index reads,
+        so a copy of a page another worker fetched is caught too (within about a second)."""
+        self._shared = SharedLog(redis, f"{prefix}:docs", uuid.uuid4().hex[:12],
+                                 self._received,
+                                 on_stat=lambda k, v: self.stats and self.stats.inc_value(k, v))
+        self.index.on_new = lambda url, ex, sh: self._shared.publish(
+            _DOC.pack(ex, sh) + url.encode("utf-8", "surrogatepass"))
+
+    def _received(self, items: list[bytes]) -> None:
+        for item in items:
+            ex, sh = _DOC.unpack_from(item)
+            self.index.add_remote(item[_DOC.size:].decode("utf-8", "surrogatepass"), ex, sh)
+
     def spider_opened(self, spider: Any = None) -> None:
         self.index.open()
+        if self._shared is not None:
+            self._shared.start()
 
     def spider_closed(self, spider: Any = None) -> None:
+        if self._shared is not None:
+            self._shared.stop()
         self.index.close()
         if self.stats is None:
             return

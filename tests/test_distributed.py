@@ -130,7 +130,8 @@ def _worker(web, workdir: Path, n: int, extra: dict | None = None) -> subprocess
                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.5, "CRAWLER_EXT_POLITENESS_MAX_DELAY": 0.5,
                 "CRAWLER_EXT_REDIS_LEASE_TTL": 3, "CONCURRENT_REQUESTS": 8,
                 "CRAWLER_EXT_STATS_FILE": str(workdir / f"stats{n}.json"), **(extra or {})}
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "web"]
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-O",
+           f"{workdir / f'items{n}.jsonl'}:jsonlines"]
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     log = (workdir / f"worker{n}.log").open("w")
@@ -157,8 +158,16 @@ def test_three_workers_one_killed_fetch_every_page_once_and_stay_polite(
 def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen]) -> None:
     expected = len(web.truth()["pages"])
     deadline = time.time() + 120
-    while len(read_log(web.log_path)) < expected // 3 and time.time() < deadline:
-        time.sleep(0.2)
+    client = redis_lib.Redis.from_url(REDIS_URL)
+    victim = f":{workers[0].pid}:".encode()
+
+    def victim_holds_leases() -> bool:
+        return any(victim in holder for key in client.scan_iter(match="{web:frontier:s*}:lo")
+                   for holder in client.hvals(key))
+
+    while (len(read_log(web.log_path)) < expected // 3 or not victim_holds_leases()) and \
+            time.time() < deadline:
+        time.sleep(0.05)
     workers[0].send_signal(signal.SIGKILL)  # mid-crawl, holding leases
     killed_at = time.time()
     for w in workers[1:]:
@@ -183,3 +192,45 @@ def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen]) -> 
     # one request at a time per host and 0.5 s between them, across all workers, kill included
     assert politeness_violations(log, 0.5) == []
     assert any(e.start > killed_at for e in log)  # the others went on after the kill
+    # the crawl's totals in scrapy-redis's stats hash: the two workers that finished
+    totals = redis_lib.Redis.from_url(REDIS_URL).hgetall("web:stats")
+    assert int(totals[b"workers_finished"]) == 2
+    assert float(totals[b"frontier/dispatched"]) == sum(s["frontier/dispatched"] for s in stats)
+
+
+def test_workers_share_the_content_index(redis, testweb_factory, tmp_path: Path) -> None:
+    # host 8 mirrors host 0: a copy one worker fetches is recognised against the original
+    # another worker fetched (the index is shared through Redis)
+    web = testweb_factory(hosts=10, pages=6)
+    subprocess.run([sys.executable, "-m", "crawler_ext.distributed", "--redis-url", REDIS_URL,
+                    "push-seeds", str(web.seeds_path)], check=True, cwd=ROOT,
+                   capture_output=True)
+    workers = []
+    for n in range(2):
+        w = _worker(web, tmp_path, n, {"CRAWLER_EXT_DEDUP_ACTION": "mark",
+                                       "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.3,
+                                       "CRAWLER_EXT_POLITENESS_BACKOFF_MAX": 2,
+                                       "CRAWLER_EXT_ROBOTS_RETRY_BASE": 0.5,
+                                       "CRAWLER_EXT_ROBOTS_MAX_FAILURES": 1})
+        workers.append(w)
+    try:
+        for w in workers:
+            assert w.wait(timeout=240) == 0, (tmp_path / "worker0.log").read_text()[-3000:]
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+    items = [[json.loads(line) for line in (tmp_path / f"items{n}.jsonl").read_text().splitlines()]
+             for n in range(2)]
+    unique = [{i["url"] for i in its if i["dedup"] and i["dedup"]["verdict"] == "unique"}
+              for its in items]
+    crossed = [i for n, its in enumerate(items) for i in its
+               if i["dedup"] and i["dedup"]["verdict"] != "unique"
+               and i["dedup"]["original"] in unique[1 - n]]
+    assert crossed, "no duplicate was recognised against the other worker's page"
+    stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(2)]
+    assert all(s.get("shared/docs/received", 0) > 0 for s in stats)
+    # no URL fetched by both workers (retries of 429/503 aside, which one worker repeats)
+    log = read_log(web.log_path)
+    assert not [k for k, v in Counter((e.host, e.path) for e in log if e.status == 200).items()
+                if v > 1 and k[1] != "/robots.txt" and not k[0].startswith(("h0004", "h0009"))]

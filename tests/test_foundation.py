@@ -31,6 +31,9 @@ def test_scrapy_list_shows_web() -> None:
     (["-a", "seeds=http://a.test/", "-s", "CRAWLER_EXT_FRONTIER_BACKEND=mongo"],
      "CRAWLER_EXT_FRONTIER_BACKEND: expected one of memory, sqlite, redis"),
     (["-a", "seeds=http://a.test/", "-s", "CRAWLER_EXT_FRONTEIR_BANDS=2"], "unknown setting"),
+    (["-s", "CRAWLER_EXT_FRONTIER_BACKEND=redis", "-s", "REDIS_URL=redis://127.0.0.1:1/0"],
+     "Redis at redis://127.0.0.1:1/0 does not answer"),
+    (["-s", "CRAWLER_EXT_DNS_SERVERS=dns.example"], "CRAWLER_EXT_DNS_SERVERS"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
     proc = scrapy("crawl", "web", *args)

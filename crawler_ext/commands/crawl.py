@@ -22,6 +22,8 @@ class Command(ScrapyCrawlCommand):
             config.validate_all(self.settings)
         except config.ConfigError as exc:
             raise UsageError(str(exc), print_help=False) from None
+        if config.get(self.settings, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis":
+            _check_redis(self.settings)
         if len(args) == 1:
             try:
                 spidercls = self.crawler_process.spider_loader.load(args[0])
@@ -36,3 +38,17 @@ class Command(ScrapyCrawlCommand):
                 except (TypeError, ValueError) as exc:
                     raise UsageError(f"spider {args[0]}: {exc}", print_help=False) from None
         super().run(args, opts)
+
+
+def _check_redis(settings: object) -> None:
+    """A distributed crawl needs its Redis: say so in one line if it does not answer."""
+    import redis
+
+    from crawler_ext.distributed import redis_from_settings
+
+    try:
+        redis_from_settings(settings).ping()
+    except (redis.RedisError, ValueError) as exc:
+        where = settings.get("REDIS_URL") or "REDIS_HOST/REDIS_PORT"  # type: ignore[attr-defined]
+        raise UsageError(f"CRAWLER_EXT_FRONTIER_BACKEND=redis: Redis at {where} does not "
+                         f"answer ({exc})", print_help=False) from None

@@ -37,6 +37,8 @@ import heapq
 import itertools
 import json
 import logging
+import os
+import socket
 import struct
 import threading
 import time
@@ -89,9 +91,9 @@ end
 """
 
 # KEYS[1]: the shard's entry hash (names the slot).  ARGV: prefix, worker, lease ttl, bands,
-# then counts: push, release, complete, renew-entries, renew-keys; then the band quotas and
-# the sections.  Returns: outstanding entries, next ready time, expired leases, lost keys,
-# taken (key, id, entry, state) flattened.
+# then counts: push, release, complete, renew-entries, renew-keys; then the band quotas, the
+# total to take, whether to reclaim expired leases, and the sections.  Returns: outstanding
+# entries, expired leases, lost keys, taken (key, id, entry, state) flattened.
 _LUA_SYNC = _LUA_READY + """
 local P, worker, ttl, nb = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local n_push, n_rel, n_done = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -99,7 +101,7 @@ local n_renew, n_renew_keys = tonumber(ARGV[8]), tonumber(ARGV[9])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local total = tonumber(ARGV[10 + nb])
-local i = 11 + nb
+local i = 12 + nb
 -- admitted entries
 for _ = 1, n_push do
   local key, band, blob = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
@@ -146,31 +148,36 @@ for _ = 1, n_renew_keys do
   end
   i = i + 1
 end
--- leases of crashed (or stalled) workers
+-- leases of crashed (or stalled) workers (looked for about once a second)
 local expired = 0
-for _, key in ipairs(redis.call('ZRANGEBYSCORE', P..':lk', '-inf', now, 'LIMIT', 0, 200)) do
-  unlock(P, key)
-  ready(P, key)
-end
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':ls', '-inf', now, 'LIMIT', 0, 200)) do
-  redis.call('ZREM', P..':ls', m)
-  local sep = string.find(m, '|', 1, true)
-  local id, key = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
-  requeue(P, id, key)
-  ready(P, key)
-  expired = expired + 1
+if ARGV[11 + nb] == '1' then
+  for _, key in ipairs(redis.call('ZRANGEBYSCORE', P..':lk', '-inf', now, 'LIMIT', 0, 200)) do
+    unlock(P, key)
+    ready(P, key)
+  end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':ls', '-inf', now, 'LIMIT', 0, 200)) do
+    redis.call('ZREM', P..':ls', m)
+    local sep = string.find(m, '|', 1, true)
+    local id, key = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
+    requeue(P, id, key)
+    ready(P, key)
+    expired = expired + 1
+  end
 end
 -- take ready keys: each band up to its quota (weighted, so no band starves), then the
 -- rest of the total from the best bands
 local out = {}
 local taken = 0
+local drained = {}
 for pass = 1, 2 do
  for b = 0, nb - 1 do
   local quota = tonumber(ARGV[10 + b])
   if pass == 2 then quota = total - taken end
   if quota > total - taken then quota = total - taken end
-  if quota > 0 then
-    for _, key in ipairs(redis.call('ZRANGEBYSCORE', P..':r:'..b, '-inf', now, 'LIMIT', 0, quota)) do
+  if quota > 0 and not drained[b] then
+    local keys = redis.call('ZRANGEBYSCORE', P..':r:'..b, '-inf', now, 'LIMIT', 0, quota)
+    if #keys < quota then drained[b] = true end
+    for _, key in ipairs(keys) do
       redis.call('ZREM', P..':r:'..b, key)
       redis.call('HDEL', P..':hb', key)
       local popped = redis.call('ZPOPMIN', P..':q:'..key)
@@ -195,12 +202,7 @@ for pass = 1, 2 do
   end
  end
 end
-local nxt = ''
-for b = 0, nb - 1 do
-  local top = redis.call('ZRANGE', P..':r:'..b, 0, 0, 'WITHSCORES')
-  if #top > 0 and (nxt == '' or tonumber(top[2]) < tonumber(nxt)) then nxt = top[2] end
-end
-return {redis.call('HLEN', P..':e'), nxt, expired, lost, out}
+return {redis.call('HLEN', P..':e'), expired, lost, out}
 """
 
 
@@ -269,6 +271,7 @@ class RedisFrontier:
     """A worker's view of the shared frontier: the :class:`Frontier` interface over Redis."""
 
     ROBOTS_SHARE_LIMIT = 64 * 1024  # robots.txt bodies larger than this are not shared
+    IDLE_POLL = 0.5  # seconds between polls while there is nothing to send or take
 
     def __init__(
         self,
@@ -299,7 +302,8 @@ class RedisFrontier:
         self.stats_key = stats_key
         self.wait_for_seeds = wait_for_seeds
         self.max_in_flight = 1  # a leased key is fetched by one worker, one request at a time
-        self.worker = f"{uuid.uuid4().hex[:12]}"
+        # who holds a lease, as `status` shows it: host, process, and a nonce for restarts
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stat = on_stat or (lambda name, value: None)
         self._script = redis.register_script(_LUA_SYNC)
         self._claim = redis.register_script(_LUA_CLAIM)
@@ -320,6 +324,9 @@ class RedisFrontier:
         self._seeds_waiting = 0
         self._syncing = False
         self._closed = False
+        self._reaped_at = 0.0
+        self._exchanged_at = 0.0
+        self._idle = False  # the last exchange took nothing
         self._lock = threading.Lock()
         self._failure_logged = False
         self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...)
@@ -422,6 +429,9 @@ class RedisFrontier:
         """Start an exchange with Redis in a thread (unless one is still running)."""
         if self._syncing or self._closed:
             return
+        quiet = not (self._outbox or self._release or self._done or self._claim_open)
+        if quiet and self._idle and time.time() - self._exchanged_at < self.IDLE_POLL:
+            return  # the last poll found nothing ready: poll less often while idle
         ops, take, counts = self._collect()
         self._syncing = True
         d = threads.deferToThread(self._exchange, ops, take, counts)
@@ -446,6 +456,22 @@ class RedisFrontier:
         except Exception as exc:  # noqa: BLE001 - the leases expire anyway
             logger.warning("Redis frontier: final exchange failed (%s); this worker's leases "
                            "return to the frontier when they expire", exc)
+
+    def publish_stats(self, stats: dict[str, Any]) -> None:
+        """Add this worker's numeric stats to the crawl's totals in scrapy-redis's stats hash
+        (``<spider>:stats``), once, at close."""
+        if not self.stats_key:
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        for key, value in stats.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                    not key.startswith(("memusage/", "start_time", "finish_time")):
+                pipe.hincrbyfloat(self.stats_key, key, value)
+        pipe.hincrby(self.stats_key, "workers_finished", 1)
+        try:
+            pipe.execute()
+        except Exception as exc:  # noqa: BLE001 - a lost total is not worth a failed close
+            logger.warning("Redis frontier: stats not added to %s (%s)", self.stats_key, exc)
 
     # -- internals ---------------------------------------------------------------------------
     def _complete_one(self, entry_id: int) -> None:
@@ -500,8 +526,11 @@ class RedisFrontier:
             per_shard = max(2, -(-3 * room // (2 * self.shards)))
             weight = sum(self.weights)
             take = [max(1, round(per_shard * w / weight)) for w in self.weights] + [per_shard]
+        reap = now - self._reaped_at >= 1.0
+        if reap:
+            self._reaped_at = now
         counts = {"seeds": 100 if self.seeds_key and room > 0 and not self._closed else 0,
-                  "release_claim": int(self._claim_open)}
+                  "release_claim": int(self._claim_open), "reap": int(reap)}
         self._claim_open = False
         return ops, take, counts
 
@@ -520,12 +549,12 @@ class RedisFrontier:
             for op in ops.values():
                 op.push = [item for item in op.push if id(item) not in rejected]
         pipe = self.redis.pipeline(transaction=False)
-        shards = list(ops) if not any(take) else range(self.shards)
+        shards = range(self.shards) if any(take) or counts.get("reap") else list(ops)
         for n in shards:
             op = ops.get(n) or _Ops()
             args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
                                len(op.push), len(op.release) // 4, len(op.done), len(op.renew),
-                               len(op.renew_keys), *take]
+                               len(op.renew_keys), *take, int(counts.get("reap", 0))]
             for entry, _, blob in op.push:  # type: ignore[misc]
                 args += [entry.key, entry.band, blob]
             args += op.release + op.done + op.renew + op.renew_keys
@@ -544,7 +573,7 @@ class RedisFrontier:
                                "pushed": len(pushes) - filtered, "commands": commands,
                                "remote": {}, "seeds": [], "seeds_waiting": None}
         for n, result in zip(shards, results):
-            outstanding, _nxt, expired, lost, taken = result
+            outstanding, expired, lost, taken = result
             out["remote"][n] = int(outstanding)
             out["expired"] += int(expired)
             out["lost"] += int(lost)
@@ -566,6 +595,8 @@ class RedisFrontier:
         if self._closed:
             return
         now = time.time()
+        self._exchanged_at = now
+        self._idle = not out["taken"] and not out["seeds"]
         self._stat("frontier/redis/exchanges", 1)
         self._stat("frontier/redis/commands", out["commands"])
         if out["filtered"]:

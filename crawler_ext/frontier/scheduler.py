@@ -28,6 +28,7 @@ from twisted.internet import defer, reactor, task
 
 from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
+from crawler_ext.distributed import crawl_prefix, redis_from_settings
 from crawler_ext.dupefilter import MAYBE
 from crawler_ext.netguard import NetworkGuard
 from crawler_ext.redisbloom import RedisBloom
@@ -45,6 +46,7 @@ from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
 from crawler_ext.robots import Decision, RobotsCache, origin_of
+from crawler_ext.sharedlog import SharedLog
 from crawler_ext.signals import content_duplicate, frontier_commit, sitemaps_found
 from crawler_ext.urls import fingerprint, host_of
 
@@ -96,8 +98,12 @@ class FrontierScheduler(BaseScheduler):
         dns_prefetch: bool = False,
     ) -> None:
         self.frontier = frontier
+        self._rules_log: SharedLog | None = None
         if isinstance(frontier, RedisFrontier):
             frontier.hooks = self  # wake(), seeds(), robots_import()
+            self._rules_log = SharedLog(frontier.redis, f"{frontier.prefix}:rules",
+                                        frontier.worker, self._shared_rules,
+                                        on_stat=lambda k, v: self._inc(k, int(v)))
         self.df = dupefilter
         self.scorer = scorer
         self.admission = admission or Admission()
@@ -204,6 +210,8 @@ class FrontierScheduler(BaseScheduler):
             if isinstance(self.frontier, RedisFrontier) and self.frontier.wait_for_seeds:
                 sig.connect(self._keep_waiting, signal=signals.spider_idle)
         self._start_loop(self._flush, self.flush_interval)
+        if self._rules_log is not None:
+            self._rules_log.start()
         if self.log_interval:
             self._start_loop(self._log_progress, self.log_interval, now=False)
         if hasattr(self.df, "snapshot") and self.snapshot_interval:
@@ -214,6 +222,8 @@ class FrontierScheduler(BaseScheduler):
         for loop in self._loops:
             if loop.running:
                 loop.stop()
+        if self._rules_log is not None:
+            self._rules_log.stop()
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
         self._confirm_unconfirmed()
@@ -225,6 +235,8 @@ class FrontierScheduler(BaseScheduler):
             self.df.mark = self.frontier.store.admitted_mark()
         if self.stats is not None:
             self.stats.set_value("frontier/pending", self.frontier.pending())
+            if isinstance(self.frontier, RedisFrontier):
+                self.frontier.publish_stats(self.stats.get_stats())
         return self.df.close(reason)
 
     def _start_loop(self, func: Any, interval: float, now: bool = True) -> None:
@@ -490,6 +502,17 @@ class FrontierScheduler(BaseScheduler):
                         "from that host's URLs", param, host)
             self._inc("admission/learned_rules")
             self._save_rules()
+            if self._rules_log is not None:
+                self._rules_log.publish(f"{host}\t{param}".encode())
+
+    def _shared_rules(self, items: list[bytes]) -> None:
+        """Rules other workers learned (distributed crawl)."""
+        for item in items:
+            host, _, param = item.decode("utf-8", "replace").partition("\t")
+            if param and self.admission.learn_drop(host, param):
+                logger.info("Learned (by another worker): parameter %r does not change the "
+                            "content on %s", param, host)
+                self._inc("admission/learned_rules_shared")
 
     def _load_rules(self) -> None:
         if self.rules_path is not None and self.rules_path.exists():
@@ -641,17 +664,13 @@ def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
                         weights: list[float]) -> RedisFrontier:
     """The shared frontier: connection from scrapy-redis's settings (REDIS_URL, REDIS_PARAMS),
     seeds from its start-URLs key, the seen set as a Redis Bloom filter."""
-    from scrapy_redis.connection import get_redis_from_settings
-    from scrapy_redis.defaults import START_URLS_KEY
+    from scrapy_redis.defaults import START_URLS_KEY, STATS_KEY
 
     s = crawler.settings
     get = lambda name: config.get(s, name)  # noqa: E731
     name = crawler.spidercls.name
-    redis = get_redis_from_settings(s)
-    try:
-        prefix = get("CRAWLER_EXT_REDIS_KEY") % {"spider": name, "name": name}
-    except (KeyError, ValueError, TypeError) as exc:
-        raise config.ConfigError(f"CRAWLER_EXT_REDIS_KEY: {exc}") from None
+    redis = redis_from_settings(s)
+    prefix = crawl_prefix(s, name)
     seeds_key = s.get("REDIS_START_URLS_KEY", START_URLS_KEY) % {"name": name, "spider": name}
     bloom = RedisBloom(redis, prefix, get("CRAWLER_EXT_BLOOM_CAPACITY"),
                        get("CRAWLER_EXT_BLOOM_ERROR_RATE"))
@@ -660,5 +679,6 @@ def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
         redis, prefix, policy, weights, bloom,
         shards=get("CRAWLER_EXT_REDIS_SHARDS"), lease_ttl=get("CRAWLER_EXT_REDIS_LEASE_TTL"),
         buffer=s.getint("CONCURRENT_REQUESTS"), seeds_key=seeds_key,
+        stats_key=s.get("STATS_KEY", STATS_KEY) % {"spider": name},
         wait_for_seeds=get("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS"),
         on_stat=lambda key, value: stats.inc_value(key, value))
