@@ -190,6 +190,8 @@ _SPECS = [
             "Prefix of the Redis keys of a distributed crawl (%(spider)s: the spider's name)."),
     Setting("CRAWLER_EXT_REDIS_LEASE_TTL", 60.0, _number(float, 1.0),
             "Seconds a worker's lease on a host and its request lasts without renewal (crash)."),
+    Setting("CRAWLER_EXT_REDIS_SHARE_CONTENT", True, _bool,
+            "Share the content index between workers (a log in Redis; see the sizing)."),
     Setting("CRAWLER_EXT_REDIS_SHARDS", 16, _number(int, 1),
             "Shards of the Redis frontier (hash tags; spread over a Redis Cluster's slots)."),
     Setting("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS", False, _bool,

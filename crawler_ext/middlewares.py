@@ -58,7 +58,8 @@ class ContentDedupMiddleware:
         jobdir = job_dir(s)
         index = ContentIndex(distance, Path(jobdir) / "content.sqlite3" if jobdir else None)
         mw = cls(index, config.get(s, "CRAWLER_EXT_DEDUP_ACTION"), crawler)
-        if config.get(s, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis":
+        if config.get(s, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis" and \
+                config.get(s, "CRAWLER_EXT_REDIS_SHARE_CONTENT"):
             mw.share(redis_from_settings(s), crawl_prefix(s, crawler.spidercls.name))
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
