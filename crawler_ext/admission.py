@@ -136,8 +136,9 @@ class Admission:
                 return self._reject("pattern_chain")
         return canonical
 
-    def count(self, canonical: str, referer: str | None = None) -> None:
-        """Charge an admitted (new) URL to its host's budget, its pattern's cap and chain."""
+    def count(self, canonical: str, referer: str | None = None) -> int:
+        """Charge an admitted (new) URL to its host's budget, its pattern's cap and chain;
+        returns its chain length (links in a row between URLs of its pattern)."""
         host = host_of(canonical)
         self._per_host[host] += 1
         pattern = self.pattern(canonical)
@@ -146,9 +147,16 @@ class Admission:
         if self.rules.max_pattern_chain:
             parent = self._chains.get(referer) if referer is not None else None
             chain = parent[1] + 1 if parent is not None and parent[0] == pattern else 0
-            self._chains[canonical] = (pattern, chain)
-            if len(self._chains) > self.rules.chain_memory:
-                self._chains.popitem(last=False)
+            self.restore_chain(canonical, chain, pattern)
+            return chain
+        return 0
+
+    def restore_chain(self, canonical: str, chain: int, pattern: str | None = None) -> None:
+        """Remember a URL's chain length (at admission, or when a URL admitted elsewhere -- by
+        another worker, or before a restart -- is about to be fetched here)."""
+        self._chains[canonical] = (pattern or self.pattern(canonical), chain)
+        if len(self._chains) > self.rules.chain_memory:
+            self._chains.popitem(last=False)
 
     def learn_drop(self, host: str, param: str) -> bool:
         """Drop ``param`` from ``host``'s URLs from now on (it does not change the content)."""

@@ -41,6 +41,28 @@ def test_calendar_chain_is_cut_but_siblings_are_not() -> None:
     assert all(adm.check(f"http://e.com/post/{i}", hub) for i in range(100))
 
 
+def test_a_chain_continues_on_another_admission_instance() -> None:
+    # worker A admits a chain; worker B fetches its last URL (told the chain length that was
+    # stored with it) and must not start the chain afresh
+    a, b = Admission(AdmissionRules(max_pattern_chain=5)), Admission(AdmissionRules(
+        max_pattern_chain=5))
+    urls = [f"http://e.com/cal/2026/{m}" for m in range(1, 10)]
+    admitted = admit_chain(a, urls[:4])
+    assert all(admitted)
+    last = admitted[-1]
+    chain = a.count(last, admitted[-2])  # the length stored with the URL
+    assert chain == 3
+    b.restore_chain(last, chain)
+    out, referer = [], last
+    for url in urls[4:]:
+        canonical = b.check(url, referer)
+        out.append(canonical)
+        if canonical:
+            b.count(canonical, referer)
+            referer = canonical
+    assert out[:3] == [urls[4], urls[5], None]  # as on one instance: six in a row, then cut
+
+
 def test_pattern_cap_and_patterns() -> None:
     assert url_pattern("http://e.com/s/a1b2c3/p/12.html?b=2&a=1") == "/s/#/p/#.html?a&b"
     adm = Admission(AdmissionRules(pattern_cap=10))

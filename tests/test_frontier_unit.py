@@ -187,6 +187,10 @@ def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
     back = decode_request(blob, spider)
     assert (back.url, back.meta, back.headers.get("Referer")) == (
         link.url, {"depth": 2}, b"http://e.com/p/2.html")
+    # a pattern-chain length travels with the URL, in the compact form
+    chained = link.replace(meta={"depth": 2, "crawler_ext_chain": 4})
+    blob = encode_request(chained, spider)
+    assert blob[:1] == b"U" and decode_request(blob, spider).meta == chained.meta
     rich = Request("http://e.com/f", method="POST", body=b"x=1", callback=spider.other,
                    meta={"k": [1]}, priority=3)
     blob = encode_request(rich, spider)

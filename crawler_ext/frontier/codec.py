@@ -2,7 +2,7 @@
 
 A plain GET (default callback; no body, cookies, or headers but Referer; no meta beyond
 depth) -- what a link-following spider yields -- is stored as
-``b"U" + depth + NUL + referer + NUL + url`` (about a third of its pickle); any other request
+``b"U" + depth[.chain] + NUL + referer + NUL + url`` (about a third of its pickle); any other request
 as ``b"D" +`` a pickle of Scrapy's ``Request.to_dict`` (callbacks by name, so they survive a
 restart).
 """
@@ -15,7 +15,11 @@ from typing import Any
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-__all__ = ["encode_request", "decode_request", "entry_url"]
+__all__ = ["CHAIN", "encode_request", "decode_request", "entry_url"]
+
+#: meta key of a URL's pattern-chain length (admission), kept with it in the frontier so that
+#: the worker that fetches it -- after a restart, or another worker -- continues the chain
+CHAIN = "crawler_ext_chain"
 
 # meta keys that the frontier and Scrapy set themselves and that need not survive storage
 _TRANSIENT_META = frozenset({"download_slot", "download_latency", "download_timeout"})
@@ -34,14 +38,16 @@ def _is_plain(request: Request, spider: Any) -> bool:
     if request.encoding != "utf-8" or request.dont_filter or request.priority:
         return False
     meta = {k: v for k, v in request.meta.items() if k not in _TRANSIENT_META}
-    return set(meta) <= {"depth"}
+    return set(meta) <= {"depth", CHAIN}
 
 
 def encode_request(request: Request, spider: Any) -> bytes:
     if _is_plain(request, spider):
         depth = int(request.meta.get("depth", 0))
+        chain = int(request.meta.get(CHAIN, 0))
+        head = b"%d.%d" % (depth, chain) if chain else b"%d" % depth
         referer = request.headers.get(b"Referer") or b""
-        return b"U%d\x00%s\x00%s" % (depth, referer, request.url.encode("utf-8"))
+        return b"U%s\x00%s\x00%s" % (head, referer, request.url.encode("utf-8"))
     data = request.to_dict(spider=spider)
     data["meta"] = {k: v for k, v in data.get("meta", {}).items() if k not in _TRANSIENT_META}
     return b"D" + pickle.dumps(data, protocol=4)
@@ -50,8 +56,12 @@ def encode_request(request: Request, spider: Any) -> bytes:
 def decode_request(blob: bytes, spider: Any) -> Request:
     if blob[:1] == b"U":
         head, referer, url = blob[1:].split(b"\x00", 2)
-        depth = int(head)
-        return Request(url.decode("utf-8"), meta={"depth": depth} if depth else {},
+        depth_text, _, chain_text = head.partition(b".")
+        depth, chain = int(depth_text), int(chain_text or 0)
+        meta: dict[str, int] = {"depth": depth} if depth else {}
+        if chain:
+            meta[CHAIN] = chain
+        return Request(url.decode("utf-8"), meta=meta,
                        headers={b"Referer": referer} if referer else None)
     return request_from_dict(pickle.loads(blob[1:]), spider=spider)
 

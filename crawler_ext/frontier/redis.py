@@ -50,7 +50,7 @@ from typing import Any
 
 from twisted.internet import threads
 
-from crawler_ext.frontier.core import DROP, Gate, WeightedBands
+from crawler_ext.frontier.core import DROP, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.int64 import to_unsigned
@@ -257,7 +257,7 @@ def _state_from(blob: bytes) -> tuple[HostState, dict[str, list]]:
 class _Ops:
     """What one exchange with Redis carries, per shard."""
 
-    __slots__ = ("push", "release", "done", "renew", "renew_keys")
+    __slots__ = ("done", "push", "release", "renew", "renew_keys")
 
     def __init__(self) -> None:
         self.push: list[bytes | str | int] = []
@@ -293,7 +293,6 @@ class RedisFrontier:
         self.policy = policy
         self.weights = list(weights)
         self.bands = len(self.weights)
-        self.selector = WeightedBands(weights)
         self.bloom = bloom
         self.shards = shards
         self.lease_ttl = lease_ttl
@@ -367,7 +366,7 @@ class RedisFrontier:
         return self._ready[0][0] if self._ready else None
 
     def done(self, entry: Entry, outcome: Outcome, now: float) -> float:
-        state, robots = self._states.get(entry.key) or (HostState(), {})
+        state = self._states[entry.key][0] if entry.key in self._states else HostState()
         delay = self.policy.update(state, outcome, now)
         parked = self._parked.pop(entry.key, None)
         if parked is not None:  # its robots.txt arrived: the entry goes after the delay

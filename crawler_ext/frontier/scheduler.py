@@ -33,7 +33,7 @@ from crawler_ext.dupefilter import MAYBE
 from crawler_ext.netguard import NetworkGuard
 from crawler_ext.redisbloom import RedisBloom
 from crawler_ext.blocklist import Blocklist
-from crawler_ext.frontier.codec import decode_request, encode_request, entry_url
+from crawler_ext.frontier.codec import CHAIN, decode_request, encode_request, entry_url
 from crawler_ext.frontier.core import DROP, Frontier
 from crawler_ext.frontier.politeness import (
     BACKOFF_STATUSES,
@@ -367,7 +367,9 @@ class FrontierScheduler(BaseScheduler):
                 return
         elif self.dns_prefetch and host not in self._prefetched:
             self._prefetch(host)
-        self.admission.count(canonical, referer)
+        chain = self.admission.count(canonical, referer)
+        if chain:  # stored with the URL: whoever fetches it continues the chain
+            request.meta[CHAIN] = chain
         depth = int(request.meta.get("depth", 0))
         band = self.scorer.band(self.scorer.score(host, depth, 1), request.priority)
         if self._dup_patterns and self._dup_patterns.get(
@@ -448,6 +450,9 @@ class FrontierScheduler(BaseScheduler):
             request = self._robots_request(entry.data[1:].decode("ascii"))
         else:
             request = decode_request(entry.data, self.spider)
+            chain = request.meta.get(CHAIN)
+            if chain:
+                self.admission.restore_chain(request.url, chain)
         self._inflight[request] = _InFlight(entry, now)
         self._inc("frontier/dispatched")
         if self.stats is not None:
