@@ -14,6 +14,7 @@ import time
 from typing import IO, Any
 
 from twisted.internet import defer, reactor
+from twisted.internet.error import CannotListenError
 from twisted.names import dns, server
 from twisted.names.common import ResolverBase
 from twisted.names.error import AuthoritativeDomainError
@@ -62,6 +63,6 @@ def listen_dns(domain: str, hosts: int, address: str = "127.0.0.1", port: int = 
     bound = udp.getHost().port
     try:
         reactor.listenTCP(bound, factory, interface=address)
-    except OSError:  # TCP port taken: UDP answers alone (every answer here is small)
+    except CannotListenError:  # TCP port taken: UDP answers alone (every answer here is small)
         pass
     return bound
