@@ -6,7 +6,8 @@ malformed URLs (the reasons of :class:`~crawler_ext.urls.InvalidURL`), ``too_lon
 one host whose paths and parameters differ only in numeric or id-like values) and
 ``pattern_chain`` (a URL of the same pattern as the page that linked to it, that page
 itself so linked, and so on, more than ``max_pattern_chain`` times: next-month links of an
-infinite calendar, session ids renewed on every page).
+infinite calendar) and ``id_chain`` (the second link in a row that only renames an id-like
+path segment: a session id renewed on every page).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from crawler_ext import config
 from crawler_ext.netguard import NetworkGuard
 from crawler_ext.urls import InvalidURL, canonicalize, host_of
 
-__all__ = ["Admission", "AdmissionRules", "differing_parameter", "url_pattern"]
+__all__ = ["Admission", "AdmissionRules", "differing_parameter", "renamed_id", "url_pattern"]
 
 _ID_SEGMENT = re.compile(r"^(?=[^/]*\d)[0-9a-fA-F-]{6,}$|^\d+$")
 _DIGITS = re.compile(r"\d+")
@@ -36,6 +37,21 @@ def url_pattern(canonical_url: str) -> str:
     segs = ["#" if _ID_SEGMENT.match(s) else _DIGITS.sub("#", s) for s in path.split("/")]
     names = sorted({p.split("=", 1)[0] for p in query.split("&") if p})
     return "/".join(segs) + ("?" + "&".join(names) if names else "")
+
+
+def renamed_id(url: str, referer: str) -> bool:
+    """True if ``url`` is ``referer`` with one id-like path segment (hex with letters, not a
+    page number) replaced by another: the same page under a new session id.  Two such links
+    in a row end a chain at once, where ``max_pattern_chain`` would allow more."""
+    a_base, _, a_query = url.partition("?")
+    b_base, _, b_query = referer.partition("?")
+    if a_query != b_query:
+        return False
+    a, b = a_base.split("/"), b_base.split("/")
+    if len(a) != len(b):
+        return False
+    diff = [(x, y) for x, y in zip(a, b) if x != y]
+    return len(diff) == 1 and all(_ID_SEGMENT.match(s) and not s.isdigit() for s in diff[0])
 
 
 def differing_parameter(url: str, other: str) -> str | None:
@@ -132,8 +148,11 @@ class Admission:
             return self._reject("pattern_cap")
         if r.max_pattern_chain and referer is not None:
             parent = self._chains.get(referer)
-            if parent is not None and parent[0] == pattern and parent[1] >= r.max_pattern_chain:
-                return self._reject("pattern_chain")
+            if parent is not None and parent[0] == pattern:
+                if parent[1] >= r.max_pattern_chain:
+                    return self._reject("pattern_chain")
+                if parent[1] >= 1 and renamed_id(canonical, referer):
+                    return self._reject("id_chain")
         return canonical
 
     def count(self, canonical: str, referer: str | None = None) -> int:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
+from crawler_ext.admission import (
+    Admission,
+    AdmissionRules,
+    differing_parameter,
+    renamed_id,
+    url_pattern,
+)
 
 
 def admit_chain(adm: Admission, urls: list[str]) -> list[str | None]:
@@ -61,6 +67,23 @@ def test_a_chain_continues_on_another_admission_instance() -> None:
             b.count(canonical, referer)
             referer = canonical
     assert out[:3] == [urls[4], urls[5], None]  # as on one instance: six in a row, then cut
+
+
+def test_session_ids_renewed_in_the_path_end_the_chain_early() -> None:
+    assert renamed_id("http://e.com/s/2c3f76/p/1.html", "http://e.com/s/a1b2c3/p/1.html")
+    assert not renamed_id("http://e.com/page/3", "http://e.com/page/2")  # page numbers
+    assert not renamed_id("http://e.com/s/2c3f76/p/2.html", "http://e.com/s/a1b2c3/p/1.html")
+    reasons: list[str] = []
+    adm = Admission(AdmissionRules(max_pattern_chain=10), on_reject=reasons.append)
+    urls = ["http://e.com/p/1.html"] + [f"http://e.com/s/{i:03d}abc/p/1.html" for i in range(5)]
+    # the trap's first page and one renamed copy, then nothing more
+    assert [u is not None for u in admit_chain(adm, urls)] == [True, True, True, False, False,
+                                                                False]
+    assert reasons == ["id_chain"] * 3
+    # pagination is a chain of numbers: up to max_pattern_chain
+    adm = Admission(AdmissionRules(max_pattern_chain=10))
+    pages = admit_chain(adm, [f"http://e.com/page/{n}" for n in range(1, 20)])
+    assert sum(p is not None for p in pages) == 11
 
 
 def test_pattern_cap_and_patterns() -> None:

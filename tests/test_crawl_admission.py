@@ -22,14 +22,15 @@ def resource(path: str) -> str:
 
 
 def test_no_resource_twice_and_traps_contained(testweb_factory, tmp_path: Path) -> None:
-    web = testweb_factory(hosts=30, pages=10)
+    # 3 of the 30 hosts are trap hosts with 3 traps each (calendar, repeating segments,
+    # session ids in paths); the trap defences run with their defaults
+    web = testweb_factory(hosts=30, pages=25)
     result = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "items.jsonl",
                        settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
                                  "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.05,
                                  "CRAWLER_EXT_POLITENESS_MAX_DELAY": 1.0,
                                  "CRAWLER_EXT_POLITENESS_LATENCY_FACTOR": 1,
                                  "CRAWLER_EXT_POLITENESS_BACKOFF_MAX": 2,
-                                 "CRAWLER_EXT_MAX_PATTERN_CHAIN": 3,
                                  "CONCURRENT_REQUESTS": 64})
     assert result.returncode == 0, result.output[-3000:]
     log = read_log(web.log_path)
@@ -49,7 +50,10 @@ def test_no_resource_twice_and_traps_contained(testweb_factory, tmp_path: Path) 
     trap_fetches = sum(1 for e in log if e.path.startswith(TRAPS))
     share = trap_fetches / len(log)
     print(f"trap share of fetches: {share:.3%} ({trap_fetches} of {len(log)})")
-    assert share <= 0.02
+    # a trap is only known once its first page is seen: 9 fetches are the floor; each trap
+    # may cost one more before the chain filters or content dedup stop it
+    assert 9 <= trap_fetches <= 18
+    assert share <= 0.01
 
 
 def test_exact_mode_fetches_what_an_overfull_bloom_filter_would_skip(
