@@ -399,6 +399,8 @@ class FrontierScheduler(BaseScheduler):
 
     def _prefetch(self, host: str) -> None:
         """Resolve a new host now, so its address is cached when its first request goes out."""
+        if len(self._prefetched) >= 1_000_000:  # bounded: a host asked again hits the cache
+            self._prefetched.clear()
         self._prefetched.add(host)
         try:
             ipaddress.ip_address(host.strip("[]"))
