@@ -15,9 +15,10 @@ __all__ = ["surt", "cdxj_line", "lookup", "metadata_uri", "read_index"]
 
 
 def metadata_uri(url: str) -> str:
-    """Target URI of a page's metadata record: ``metadata://host/path`` (Heritrix style), so
-    replay tools never serve it in place of the page."""
-    return "metadata://" + url.split("://", 1)[-1]
+    """Target URI of a page's metadata record: ``metadata://crawler_ext/<url>`` (Heritrix
+    style).  Its SURT key differs from the page's, so replay tools never serve it in place of
+    the page (``metadata://host/path`` would not do: SURT keys drop the scheme)."""
+    return "metadata://crawler_ext/" + url
 
 
 def surt(url: str) -> str:
