@@ -63,8 +63,8 @@ def read_seeds(items: list[str]) -> list[str]:
 
 
 def _keys(spider: str, prefix: str | None) -> tuple[str, str]:
-    return (prefix or "%(spider)s:frontier") % {"spider": spider, "name": spider}, \
-        f"{spider}:start_urls"
+    settings = {"CRAWLER_EXT_REDIS_KEY": prefix} if prefix else {}
+    return crawl_prefix(settings, spider), f"{spider}:start_urls"
 
 
 def crawl_status(redis: Any, prefix: str, seeds_key: str) -> dict[str, int]:

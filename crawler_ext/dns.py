@@ -147,7 +147,6 @@ class CachingResolver:
         else:  # the system's name servers (re-read by twisted.names when the file changes)
             self.client = client.Resolver(resolv="/etc/resolv.conf", reactor=reactor)
         self._pending: dict[str, list[defer.Deferred[str]]] = {}
-        self._refusal_logged = False
         self._failure_logged = False
 
     @classmethod
@@ -248,15 +247,11 @@ class CachingResolver:
         return d.addCallback(self._guard, name)
 
     def _guard(self, address: str, name: str) -> str:
-        if not self.guard.allows(address):
+        try:
+            return self.guard.resolved(address, name)
+        except DNSLookupError:
             self._inc("dns/refused")
-            if not self._refusal_logged:
-                self._refusal_logged = True
-                logger.warning("%s resolves to %s, a private or reserved address: refused "
-                               "(CRAWLER_EXT_ALLOWED_NETWORKS can allow it; further refusals "
-                               "are counted in dns/refused)", name, address)
-            raise DNSLookupError(f"{name} resolves to {address}, a private or reserved address")
-        return address
+            raise
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:

@@ -9,13 +9,11 @@ guard (``crawler_ext.netguard``).
 from __future__ import annotations
 
 import ipaddress
-import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
-from twisted.internet.error import DNSLookupError
 from twisted.internet.interfaces import IResolverSimple
 from zope.interface import implementer
 
@@ -27,8 +25,6 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["HostsMap", "HostsOverrideResolver"]
-
-logger = logging.getLogger(__name__)
 
 
 class HostsMap:
@@ -75,7 +71,6 @@ class HostsOverrideResolver(CachingThreadedResolver):
         super().__init__(reactor, cache_size, timeout)
         self.hosts = hosts
         self.guard = guard or NetworkGuard()
-        self._refusal_logged = False
 
     @classmethod
     def from_crawler(cls, crawler: Any, reactor: ReactorBase) -> Self:
@@ -91,11 +86,4 @@ class HostsOverrideResolver(CachingThreadedResolver):
         return d.addCallback(self._guard, name)
 
     def _guard(self, address: str, name: str) -> str:
-        if not self.guard.allows(address):
-            if not self._refusal_logged:  # Twisted reports it as a failed look-up: say why once
-                self._refusal_logged = True
-                logger.warning("%s resolves to %s, a private or reserved address: refused "
-                               "(CRAWLER_EXT_ALLOWED_NETWORKS can allow it; further refusals "
-                               "show as DNS look-up failures)", name, address)
-            raise DNSLookupError(f"{name} resolves to {address}, a private or reserved address")
-        return address
+        return self.guard.resolved(address, name)
