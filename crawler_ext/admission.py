@@ -8,10 +8,18 @@ one host whose paths and parameters differ only in numeric or id-like values) an
 itself so linked, and so on, more than ``max_pattern_chain`` times: next-month links of an
 infinite calendar) and ``id_chain`` (the second link in a row that only renames an id-like
 path segment: a session id renewed on every page).
+
+Structure alone does not make a trap: release notes, changelogs, paginated archives and
+catalogues are long runs of one pattern.  So ``pattern_cap``, ``pattern_chain`` and
+``id_chain`` cut a pattern only once its fetched pages are content evidence of a trap
+(``note_content``): at least ``trap_min_evidence`` of them empty or duplicates, and no fewer
+than its distinct pages; and a chain runs only through empty or duplicate pages (a distinct
+page starts it afresh).  Each host's first such refusal is logged.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable
@@ -22,6 +30,8 @@ from crawler_ext.netguard import NetworkGuard
 from crawler_ext.urls import InvalidURL, canonicalize, host_of
 
 __all__ = ["Admission", "AdmissionRules", "differing_parameter", "renamed_id", "url_pattern"]
+
+logger = logging.getLogger(__name__)
 
 _ID_SEGMENT = re.compile(r"^(?=[^/]*\d)[0-9a-fA-F-]{6,}$|^\d+$")
 _DIGITS = re.compile(r"\d+")
@@ -76,8 +86,10 @@ class AdmissionRules:
     max_repeated_segments: int = 2
     host_page_budget: int = 0  # 0: unlimited
     pattern_cap: int = 1000
-    max_pattern_chain: int = 10
+    max_pattern_chain: int = 2
     chain_memory: int = 200_000  # URLs whose chain length is remembered (LRU)
+    trap_min_evidence: int = 2  # empty or duplicate pages of a pattern before it is a trap
+    evidence_memory: int = 200_000  # (host, pattern) pairs whose evidence is kept (LRU)
 
     @classmethod
     def from_settings(cls, settings: object) -> AdmissionRules:
@@ -107,6 +119,9 @@ class Admission:
     _per_pattern: Counter[tuple[str, str]] = field(default_factory=Counter)
     _chains: OrderedDict[str, tuple[str, int]] = field(default_factory=OrderedDict)
     _last_pattern: tuple[str, str] = ("", "")
+    # (host, pattern) -> [pages empty or duplicate, distinct pages] among those fetched
+    _evidence: OrderedDict[tuple[str, str], list[int]] = field(default_factory=OrderedDict)
+    _trap_logged: set[str] = field(default_factory=set)
 
     def pattern(self, canonical: str) -> str:
         """``url_pattern`` of a canonical URL, remembered for the URL just checked (check,
@@ -144,16 +159,45 @@ class Admission:
         if r.host_page_budget and self._per_host[host] >= r.host_page_budget:
             return self._reject("host_budget")
         pattern = self.pattern(canonical)
-        if r.pattern_cap and self._per_pattern[(host, pattern)] >= r.pattern_cap:
-            return self._reject("pattern_cap")
+        if r.pattern_cap and self._per_pattern[(host, pattern)] >= r.pattern_cap and \
+                self.is_trap(host, pattern):
+            return self._reject_trap("pattern_cap", host, pattern)
         if r.max_pattern_chain and referer is not None:
             parent = self._chains.get(referer)
             if parent is not None and parent[0] == pattern:
-                if parent[1] >= r.max_pattern_chain:
-                    return self._reject("pattern_chain")
-                if parent[1] >= 1 and renamed_id(canonical, referer):
-                    return self._reject("id_chain")
+                if parent[1] >= r.max_pattern_chain and self.is_trap(host, pattern):
+                    return self._reject_trap("pattern_chain", host, pattern)
+                if parent[1] >= 1 and renamed_id(canonical, referer) and \
+                        self.is_trap(host, pattern):
+                    return self._reject_trap("id_chain", host, pattern)
         return canonical
+
+    def note_content(self, url: str, trap_like: bool) -> None:
+        """A fetched page of ``url``'s pattern was empty or a duplicate (``trap_like``), or
+        a distinct page: the evidence the pattern rules need before they cut."""
+        key = (host_of(url), url_pattern(url))
+        counts = self._evidence.get(key)
+        if counts is None:
+            counts = self._evidence[key] = [0, 0]
+            if len(self._evidence) > self.rules.evidence_memory:
+                self._evidence.popitem(last=False)
+        counts[0 if trap_like else 1] += 1
+        if not trap_like and url in self._chains:  # a distinct page: no trap chain through it
+            self._chains[url] = (key[1], 0)
+
+    def is_trap(self, host: str, pattern: str) -> bool:
+        counts = self._evidence.get((host, pattern))
+        return counts is not None and counts[0] >= self.rules.trap_min_evidence and \
+            counts[0] >= counts[1]
+
+    def _reject_trap(self, reason: str, host: str, pattern: str) -> None:
+        if host not in self._trap_logged and len(self._trap_logged) < 10_000:
+            self._trap_logged.add(host)
+            empty, distinct = self._evidence[(host, pattern)]
+            logger.info("Trap defence: %s stops following %s on %s (%d of its pages empty or "
+                        "duplicates, %d distinct); further refusals are counted in "
+                        "admission/rejected/...", reason, pattern, host, empty, distinct)
+        return self._reject(reason)
 
     def count(self, canonical: str, referer: str | None = None) -> int:
         """Charge an admitted (new) URL to its host's budget, its pattern's cap and chain;

@@ -130,6 +130,9 @@ _SPECS = [
             "Seconds between snapshots of the seen set to JOBDIR (and one at close)."),
     Setting("CRAWLER_EXT_DEDUP_ACTION", "drop", _choice("drop", "mark"),
             "Duplicate pages: drop (not passed to the spider) or mark (passed on, marked)."),
+    Setting("CRAWLER_EXT_DEDUP_MIN_WORDS", 20, _number(int, 1),
+            "Fewer words of main text: judge by the full visible text; fewer of that: by the "
+            "exact body only."),
     Setting("CRAWLER_EXT_DNS_MIN_TTL", 300.0, _number(float, 0),
             "Floor, in seconds, on how long a DNS answer is cached (longer TTLs are kept)."),
     Setting("CRAWLER_EXT_DNS_NEGATIVE_TTL", 60.0, _number(float, 0),
@@ -162,8 +165,9 @@ _SPECS = [
             "Most URLs per host of one pattern (numbers and ids blanked; 0: no cap)."),
     Setting("CRAWLER_EXT_LEARN_MIN_EVIDENCE", 3, _number(int, 1),
             "Duplicates differing in one parameter before that parameter is dropped for a host."),
-    Setting("CRAWLER_EXT_MAX_PATTERN_CHAIN", 10, _number(int, 0),
-            "Most links in a row between URLs of one pattern (calendar traps; 0: off)."),
+    Setting("CRAWLER_EXT_MAX_PATTERN_CHAIN", 2, _number(int, 0),
+            "Most links in a row between empty or duplicate pages of one URL pattern "
+            "(calendar traps; distinct pages never count; 0: off)."),
     Setting("CRAWLER_EXT_MAX_PATH_DEPTH", 20, _number(int, 1),
             "Most path segments in an admitted URL."),
     Setting("CRAWLER_EXT_MAX_REPEATED_SEGMENTS", 2, _number(int, 1),

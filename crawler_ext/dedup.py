@@ -1,7 +1,11 @@
 """The content index: which earlier page, if any, a fetched page duplicates.
 
-Exact duplicates share the hash of their normalised text; near-duplicates have SimHashes
-within ``distance`` bits (``crawler_ext.simhash``).  With a path (``JOBDIR/content.sqlite3``)
+A page is fingerprinted by its main text, or its full visible text where the main text is
+too short to be evidence, or -- below ``min_words`` words of either -- its raw body
+(``crawler_ext.extract``).  Exact duplicates share the hash of that text (or the body's
+exact hash); near-duplicates have SimHashes within ``distance`` bits
+(``crawler_ext.simhash``), and a page fingerprinted by its raw body is never a near
+duplicate: a trivial text is no evidence.  With a path (``JOBDIR/content.sqlite3``)
 the index is persisted in batches and rebuilt on open, so a resumed crawl remembers it.
 """
 
@@ -16,7 +20,8 @@ import numpy as np
 
 from crawler_ext.int64 import to_signed as _signed
 from crawler_ext.int64 import to_unsigned as _unsigned
-from crawler_ext.simhash import SimHashIndex, exact_hash, page_text, simhash
+from crawler_ext.extract import fingerprint_text
+from crawler_ext.simhash import SimHashIndex, exact_hash, simhash
 
 __all__ = ["ContentIndex", "Verdict"]
 
@@ -27,16 +32,20 @@ class Verdict:
     distance: int
     simhash: int
     exact: int
+    basis: str = "main"  # what was hashed: main text, full visible text, or the raw body
 
     def as_meta(self) -> dict:
         return {"verdict": self.kind, "original": self.original, "distance": self.distance,
-                "simhash": f"{self.simhash:016x}", "exact_hash": f"{self.exact:016x}"}
+                "simhash": f"{self.simhash:016x}", "exact_hash": f"{self.exact:016x}",
+                "basis": self.basis}
 
 
 class ContentIndex:
-    def __init__(self, distance: int = 3, path: str | Path | None = None) -> None:
+    def __init__(self, distance: int = 3, path: str | Path | None = None,
+                 min_words: int = 20) -> None:
         self.index = SimHashIndex(k=distance)
         self.distance = distance
+        self.min_words = min_words
         self.urls: list[str] = []
         self.by_exact: dict[int, int] = {}
         self.path = Path(path) if path else None
@@ -56,6 +65,7 @@ class ContentIndex:
         for doc_id, url, ex, _ in rows:
             self.urls.append(url)
             self.by_exact.setdefault(_unsigned(ex), doc_id)
+        rows = [r for r in rows if r[3] != 0]  # 0: a body-hashed page, not in the SimHash index
         if rows:
             self.index.bulk_load(np.array([_unsigned(r[3]) for r in rows], dtype=np.uint64),
                                  np.array([r[0] for r in rows], dtype=np.uint32))
@@ -82,7 +92,8 @@ class ContentIndex:
         doc_id = len(self.urls)
         self.urls.append(url)
         self.by_exact.setdefault(ex, doc_id)
-        self.index.add(sh, doc_id)
+        if sh:
+            self.index.add(sh, doc_id)
         if share and self.on_new is not None:
             self.on_new(url, ex, sh)
         if self._db is not None:
@@ -92,18 +103,22 @@ class ContentIndex:
 
     def check(self, url: str, html: str | bytes) -> Verdict:
         """Classify a page and, if it is unique, remember it."""
-        text = page_text(html)
-        ex, sh = exact_hash(text), simhash(text)
+        text, basis = fingerprint_text(html, self.min_words)
+        if basis == "body":  # too little text to judge by: the exact body only, no SimHash
+            body = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else html
+            ex, sh = exact_hash(b"body\x00" + body), 0
+        else:
+            ex, sh = exact_hash(text), simhash(text)
         if ex in self.by_exact:
             original = self.urls[self.by_exact[ex]]
             if original == url:  # the same URL fetched again (a resumed crawl): not a copy
-                return Verdict("unique", None, 0, sh, ex)
-            return Verdict("exact", original, 0, sh, ex)
-        near = self.index.nearest(sh)
+                return Verdict("unique", None, 0, sh, ex, basis)
+            return Verdict("exact", original, 0, sh, ex, basis)
+        near = self.index.nearest(sh) if sh else None
         if near is not None and self.urls[near[0]] == url:
-            return Verdict("unique", None, 0, sh, ex)
+            return Verdict("unique", None, 0, sh, ex, basis)
         if near is not None:
             self.by_exact[ex] = near[0]  # the same text again is this near-duplicate's too
-            return Verdict("near", self.urls[near[0]], near[1], sh, ex)
+            return Verdict("near", self.urls[near[0]], near[1], sh, ex, basis)
         self._remember(url, ex, sh)
-        return Verdict("unique", None, 0, sh, ex)
+        return Verdict("unique", None, 0, sh, ex, basis)

@@ -31,7 +31,7 @@ from crawler_ext import config
 from crawler_ext.dedup import ContentIndex
 from crawler_ext.distributed import crawl_prefix, redis_from_settings
 from crawler_ext.sharedlog import SharedLog
-from crawler_ext.signals import content_duplicate, frontier_commit
+from crawler_ext.signals import content_checked, content_duplicate, frontier_commit
 
 __all__ = ["ContentDedupMiddleware"]
 
@@ -56,7 +56,8 @@ class ContentDedupMiddleware:
         s = crawler.settings
         distance = config.get(s, "CRAWLER_EXT_SIMHASH_DISTANCE")  # 0-3: see validate_all
         jobdir = job_dir(s)
-        index = ContentIndex(distance, Path(jobdir) / "content.sqlite3" if jobdir else None)
+        index = ContentIndex(distance, Path(jobdir) / "content.sqlite3" if jobdir else None,
+                             min_words=config.get(s, "CRAWLER_EXT_DEDUP_MIN_WORDS"))
         mw = cls(index, config.get(s, "CRAWLER_EXT_DEDUP_ACTION"), crawler)
         if config.get(s, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis" and \
                 config.get(s, "CRAWLER_EXT_REDIS_SHARE_CONTENT"):
@@ -109,6 +110,13 @@ class ContentDedupMiddleware:
         self._hosts_fetched[host] += 1
         if self.stats is not None:
             self.stats.inc_value(f"dedup/{verdict.kind}")
+            if verdict.basis != "main":  # too little main text: judged on less specific evidence
+                self.stats.inc_value(
+                    "dedup/fallback/full_text" if verdict.basis == "full" else
+                    "dedup/fallback/body_hash")
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(content_checked, url=response.url,
+                                                kind=verdict.kind, basis=verdict.basis)
         if verdict.kind == "unique":
             return response
         self._hosts_dup[host] += 1

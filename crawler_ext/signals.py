@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["content_duplicate", "frontier_commit", "sitemaps_found"]
+__all__ = ["content_checked", "content_duplicate", "frontier_commit", "sitemaps_found"]
 
 #: A fetched page duplicates an earlier one.  Arguments: ``url``, ``original`` (URL),
 #: ``kind`` ("exact" or "near"), ``distance`` (SimHash bits).  The frontier scheduler learns
 #: per-host canonicalisation rules and lowers the priority of duplicate-prone URL patterns.
 content_duplicate = object()
+
+#: A fetched HTML page was fingerprinted.  Arguments: ``url``, ``kind`` ("unique", "exact" or
+#: "near"), ``basis`` ("main", "full" or "body": too little text to judge by).  Admission's
+#: trap rules take empty and duplicate pages of a URL pattern as the evidence they need.
+content_checked = object()
 
 #: robots.txt of an origin listed sitemaps.  Arguments: ``origin``, ``sitemaps`` (URLs).
 sitemaps_found = object()

@@ -1,9 +1,7 @@
 """Content fingerprints: the text of a page, its exact hash, its 64-bit SimHash, and an index
 that finds stored SimHashes within Hamming distance k without scanning them all.
 
-* ``page_text(html)`` drops the head, scripts, styles, navigation, headers, footers, asides and
-  link-dense blocks (menus, link lists), then normalises: lower case, digits folded to ``0``
-  (timestamps and counters), whitespace collapsed.
+* The text comes from ``crawler_ext.extract`` (a maintained main-content extractor).
 * ``exact_hash(text)``: 64 bits of BLAKE2b over the normalised text.
 * ``simhash(text)``: Charikar's SimHash over 3-word shingles weighted by term frequency,
   vectorised with numpy.  It replaces the ``simhash`` package, whose 2.1.2 release raises
@@ -19,52 +17,19 @@ that finds stored SimHashes within Hamming distance k without scanning them all.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Iterable
 
-import lxml.html
 import numpy as np
 
-__all__ = ["page_text", "exact_hash", "simhash", "hamming", "SimHashIndex"]
+__all__ = ["exact_hash", "simhash", "hamming", "SimHashIndex"]
 
-_BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "header", "footer", "aside",
-                     "form", "iframe", "template", "svg")
-_BOILERPLATE_ATTR = re.compile(r"\b(nav|navbar|menu|footer|header|sidebar|breadcrumbs?|cookie|"
-                               r"banner|advert|ads?|share|social|related|comments?)\b", re.I)
-_WORD = re.compile(r"\w+", re.UNICODE)
-_DIGITS = re.compile(r"\d")
 _BITS = np.arange(64, dtype=np.uint64)
 
 
-def page_text(html: str | bytes) -> str:
-    """The main text of an HTML page, normalised for hashing."""
-    try:
-        root = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return ""
-    for el in list(root.iter("head", *_BOILERPLATE_TAGS)):
-        if el.getparent() is not None:
-            el.drop_tree()
-    for el in list(root.iter("div", "ul", "ol", "table", "section", "p")):
-        if el.getparent() is None:
-            continue
-        marker = f"{el.get('class', '')} {el.get('id', '')} {el.get('role', '')}"
-        if _BOILERPLATE_ATTR.search(marker):
-            el.drop_tree()
-            continue
-        text = el.text_content()
-        if not text.strip():
-            continue
-        link_text = sum(len(a.text_content()) for a in el.iter("a"))
-        if el.tag in ("ul", "ol", "div", "table", "section") and link_text > 0.5 * len(text):
-            el.drop_tree()  # a menu or a list of links
-    text = " ".join(root.itertext()).lower()  # a space between elements: <h1>a</h1><p>b</p>
-    return " ".join(_WORD.findall(_DIGITS.sub("0", text)))
-
-
-def exact_hash(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+def exact_hash(text: str | bytes) -> int:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
 
 def _features(text: str, n: int = 3) -> Counter[str]:

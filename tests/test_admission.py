@@ -11,13 +11,16 @@ from crawler_ext.admission import (
 )
 
 
-def admit_chain(adm: Admission, urls: list[str]) -> list[str | None]:
+def admit_chain(adm: Admission, urls: list[str], empty: bool = True) -> list[str | None]:
+    """Follow a chain of links, each page fetched (``empty``: trap-like content) before its
+    link is admitted, as in a crawl."""
     out, referer = [], None
     for url in urls:
         canonical = adm.check(url, referer)
         out.append(canonical)
         if canonical:
             adm.count(canonical, referer)
+            adm.note_content(canonical, trap_like=empty)
             referer = canonical
     return out
 
@@ -41,6 +44,11 @@ def test_calendar_chain_is_cut_but_siblings_are_not() -> None:
     adm = Admission(AdmissionRules(max_pattern_chain=5))
     chain = admit_chain(adm, [f"http://e.com/cal/2026/{m}" for m in range(1, 30)])
     assert sum(c is not None for c in chain) == 6 and chain[6] is None
+    # the same chain of distinct pages (release notes linking the next one) is followed whole
+    adm = Admission(AdmissionRules(max_pattern_chain=5))
+    notes = admit_chain(adm, [f"http://e.com/releases/1.{m}.html" for m in range(60)],
+                        empty=False)
+    assert all(notes)
     # many URLs of one pattern linked from one hub page (an archive index) are fine
     hub = "http://e.com/archive"
     adm.count(adm.check(hub))
@@ -55,6 +63,8 @@ def test_a_chain_continues_on_another_admission_instance() -> None:
     urls = [f"http://e.com/cal/2026/{m}" for m in range(1, 10)]
     admitted = admit_chain(a, urls[:4])
     assert all(admitted)
+    for url in admitted:  # worker B learns the content evidence too (shared or its own)
+        b.note_content(url, trap_like=True)
     last = admitted[-1]
     chain = a.count(last, admitted[-2])  # the length stored with the URL
     assert chain == 3
@@ -80,10 +90,19 @@ def test_session_ids_renewed_in_the_path_end_the_chain_early() -> None:
     assert [u is not None for u in admit_chain(adm, urls)] == [True, True, True, False, False,
                                                                 False]
     assert reasons == ["id_chain"] * 3
-    # pagination is a chain of numbers: up to max_pattern_chain
+    # pagination is a chain of numbers: up to max_pattern_chain while its pages are empty
     adm = Admission(AdmissionRules(max_pattern_chain=10))
     pages = admit_chain(adm, [f"http://e.com/page/{n}" for n in range(1, 20)])
     assert sum(p is not None for p in pages) == 11
+    # and whole when they are distinct pages: 200 pages of "next page" links
+    adm = Admission(AdmissionRules(max_pattern_chain=10))
+    assert all(admit_chain(adm, [f"http://e.com/page/{n}" for n in range(1, 201)], empty=False))
+    # a refused URL stays admissible from a link that is not a chain (an index page)
+    adm = Admission(AdmissionRules(max_pattern_chain=3))
+    chain = admit_chain(adm, [f"http://e.com/cal/{n}" for n in range(10)])
+    refused = f"http://e.com/cal/{chain.index(None)}"
+    adm.count(adm.check("http://e.com/index.html"))
+    assert adm.check(refused, "http://e.com/index.html") == refused
 
 
 def test_pattern_cap_and_patterns() -> None:
@@ -91,8 +110,19 @@ def test_pattern_cap_and_patterns() -> None:
     adm = Admission(AdmissionRules(pattern_cap=10))
     for i in range(10):
         adm.count(adm.check(f"http://e.com/item?id={i}"))
+    # no content evidence yet: a catalogue of distinct items is not capped
+    assert adm.check("http://e.com/item?id=99") is not None
+    for i in range(3):
+        adm.note_content(f"http://e.com/item?id={i}", trap_like=True)
     assert adm.check("http://e.com/item?id=99") is None
     assert adm.check("http://e.com/other?id=1") is not None
+    # 5,000 distinct items of one pattern, default cap 1,000: all admitted
+    adm = Admission()
+    for i in range(5000):
+        canonical = adm.check(f"http://shop.com/item/{i}", "http://shop.com/catalogue")
+        assert canonical is not None
+        adm.count(canonical, "http://shop.com/catalogue")
+        adm.note_content(canonical, trap_like=False)
 
 
 def test_learned_parameter_is_dropped_for_that_host_only() -> None:

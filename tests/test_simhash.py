@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 
 from crawler_ext.dedup import ContentIndex
-from crawler_ext.simhash import SimHashIndex, exact_hash, hamming, page_text, simhash
+from crawler_ext.extract import fingerprint_text, main_text
+from crawler_ext.simhash import SimHashIndex, exact_hash, hamming, simhash
 from crawler_ext.testweb import TestWeb
 
 
@@ -27,13 +28,45 @@ def test_similar_texts_are_close_and_different_texts_far() -> None:
     assert hamming(simhash(base), simhash(other)) > 10
 
 
-def test_page_text_drops_boilerplate_and_folds_digits() -> None:
+def test_main_text_drops_boilerplate() -> None:
     html = """<html><head><script>var x=1</script><style>p{}</style></head><body>
-      <div class="nav"><a href="/">Home</a></div><nav>menu</nav>
-      <div id="main"><h1>Title</h1><p>Body text of 2026 here.</p>
-        <ul><li><a href="/a">link one</a></li><li><a href="/b">link two</a></li></ul></div>
+      <nav><a href="/">Home</a> <a href="/a">About</a></nav>
+      <div id="main"><h1>Title</h1><p>Body text of 2026 here, long enough to be the main
+      content of this page by any measure of a paragraph.</p></div>
       <footer>Copyright</footer></body></html>"""
-    assert page_text(html) == "title body text of 0000 here"
+    text = main_text(html)
+    assert text.startswith("title body text of 2026 here")
+    assert "home" not in text and "copyright" not in text and "var" not in text
+
+
+def test_read_the_docs_theme_keeps_its_content() -> None:
+    # the Sphinx Read the Docs theme keeps the whole page in wy-nav-content: a class-name
+    # heuristic (\bnav\b) deleted it, and every page became a duplicate of the empty text
+    body = " ".join(f"word{i}" for i in range(200))
+    html = f"""<html><body><div class="wy-grid-for-nav">
+      <nav class="wy-nav-side"><div class="wy-menu"><a href="a.html">A</a></div></nav>
+      <section class="wy-nav-content-wrap"><div class="wy-nav-content"><div class="rst-content">
+      <div role="main" class="document"><h1>Release 1.0</h1><p>{body}</p></div>
+      </div></div></section></div></body></html>"""
+    text, basis = fingerprint_text(html)
+    assert basis == "main" and "word199" in text
+
+
+def test_short_main_text_falls_back_to_full_text_then_to_the_body() -> None:
+    links = " ".join(f'<a href="c{i}.html">class number {i} of the package</a>' for i in range(30))
+    text, basis = fingerprint_text(f"<html><body><div>{links}</div><p>Tiny.</p></body></html>")
+    assert basis in ("main", "full") and "class number 0" in text
+    assert fingerprint_text("<html><body><p>Tiny page.</p></body></html>") == ("", "body")
+
+
+def test_pages_with_trivial_text_are_duplicates_only_when_their_bodies_are_equal() -> None:
+    index = ContentIndex()
+    assert index.check("http://a/1", b"<html><body><p>Loading...</p></body></html>").kind == \
+        "unique"
+    other = index.check("http://a/2", b"<html><body><p>Loading</p><script>x()</script></body></html>")
+    assert other.kind == "unique" and other.basis == "body"
+    same = index.check("http://a/3", b"<html><body><p>Loading...</p></body></html>")
+    assert same.kind == "exact" and same.original == "http://a/1"
 
 
 def test_index_finds_everything_within_k_and_nothing_beyond() -> None:

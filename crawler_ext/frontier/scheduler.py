@@ -47,7 +47,12 @@ from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
 from crawler_ext.robots import Decision, RobotsCache, origin_of
 from crawler_ext.sharedlog import SharedLog
-from crawler_ext.signals import content_duplicate, frontier_commit, sitemaps_found
+from crawler_ext.signals import (
+    content_checked,
+    content_duplicate,
+    frontier_commit,
+    sitemaps_found,
+)
 from crawler_ext.urls import fingerprint, host_of
 
 if TYPE_CHECKING:
@@ -205,6 +210,7 @@ class FrontierScheduler(BaseScheduler):
             self._check_settings()
             sig = self.crawler.signals
             sig.connect(self._on_duplicate, signal=content_duplicate)
+            sig.connect(self._on_checked, signal=content_checked)
             sig.connect(self._on_downloaded, signal=signals.response_downloaded)
             sig.connect(self._on_left, signal=signals.request_left_downloader)
             if isinstance(self.frontier, RedisFrontier) and self.frontier.wait_for_seeds:
@@ -495,6 +501,10 @@ class FrontierScheduler(BaseScheduler):
         self._arm_wake(self.frontier.next_ready_time(), now)
 
     # -- feedback from content dedup ------------------------------------------------------
+    def _on_checked(self, url: str, kind: str, basis: str, **_: Any) -> None:
+        """Evidence for the trap rules: empty and duplicate pages of a URL pattern."""
+        self.admission.note_content(url, trap_like=kind != "unique" or basis == "body")
+
     def _on_duplicate(self, url: str, original: str, kind: str, distance: int = 0,
                       **_: Any) -> None:
         host = host_of(url)

@@ -1,0 +1,70 @@
+"""Page text for content fingerprints, by a maintained extractor (Resiliparse).
+
+Resiliparse was chosen by measurement on the real-site corpus (``benchmarks/run.py
+extraction``): its main-content mode is the fastest of the candidates (resiliparse,
+trafilatura, jusText, html-text) by far, and the only one above 1,000 pages/s; trafilatura
+finds main text on slightly more pages but at about a sixteenth of the speed.  Where the main
+content is too short to be evidence (Javadoc class pages, index pages, app shells),
+``fingerprint_text`` falls back to the page's full visible text, and below that to the raw
+body (exact hash only): a page never becomes a duplicate on a trivial text.
+
+Texts are normalised for hashing: lower case, words only.  Digits are kept: folding them
+(for timestamps) made every page of version numbers alike -- release indexes and changelog
+navigation of different sites became "duplicates"; a timestamp on a page with real text
+moves its SimHash by a bit or two, which the near-duplicate test absorbs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+from resiliparse.parse.html import HTMLTree
+
+__all__ = ["FingerprintText", "fingerprint_text", "main_text", "normalise", "visible_text"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class FingerprintText(NamedTuple):
+    """The normalised text a page is fingerprinted by, and what it was taken from:
+    ``main`` (main content), ``full`` (all visible text) or ``body`` (too little text: the
+    caller hashes the raw body instead, exactly)."""
+
+    text: str
+    basis: str
+
+
+def _tree(html: str | bytes) -> HTMLTree:
+    if isinstance(html, bytes):
+        html = bytes_to_str(html, detect_encoding(html))
+    return HTMLTree.parse(html)
+
+
+def normalise(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def main_text(html: str | bytes) -> str:
+    """The main content's text (boilerplate such as navigation, headers, footers dropped)."""
+    return normalise(extract_plain_text(_tree(html), main_content=True, alt_texts=False))
+
+
+def visible_text(html: str | bytes) -> str:
+    """All visible text of the page."""
+    return normalise(extract_plain_text(_tree(html), alt_texts=False))
+
+
+def fingerprint_text(html: str | bytes, min_words: int = 20) -> FingerprintText:
+    """The main text if it has at least ``min_words`` words, else the full visible text if
+    that has, else ``("", "body")``."""
+    tree = _tree(html)
+    text = normalise(extract_plain_text(tree, main_content=True, alt_texts=False))
+    if text.count(" ") + 1 >= min_words:
+        return FingerprintText(text, "main")
+    text = normalise(extract_plain_text(tree, alt_texts=False))
+    if text.count(" ") + 1 >= min_words:
+        return FingerprintText(text, "full")
+    return FingerprintText("", "body")
