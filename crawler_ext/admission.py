@@ -86,7 +86,7 @@ class AdmissionRules:
     max_repeated_segments: int = 2
     host_page_budget: int = 0  # 0: unlimited
     pattern_cap: int = 1000
-    max_pattern_chain: int = 2
+    max_pattern_chain: int = 1
     chain_memory: int = 200_000  # URLs whose chain length is remembered (LRU)
     trap_min_evidence: int = 2  # empty or duplicate pages of a pattern before it is a trap
     evidence_memory: int = 200_000  # (host, pattern) pairs whose evidence is kept (LRU)

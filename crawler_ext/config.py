@@ -165,7 +165,7 @@ _SPECS = [
             "Most URLs per host of one pattern (numbers and ids blanked; 0: no cap)."),
     Setting("CRAWLER_EXT_LEARN_MIN_EVIDENCE", 3, _number(int, 1),
             "Duplicates differing in one parameter before that parameter is dropped for a host."),
-    Setting("CRAWLER_EXT_MAX_PATTERN_CHAIN", 2, _number(int, 0),
+    Setting("CRAWLER_EXT_MAX_PATTERN_CHAIN", 1, _number(int, 0),
             "Most links in a row between empty or duplicate pages of one URL pattern "
             "(calendar traps; distinct pages never count; 0: off)."),
     Setting("CRAWLER_EXT_MAX_PATH_DEPTH", 20, _number(int, 1),
