@@ -5,19 +5,56 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import scrapy
 from scrapy.http import Response, TextResponse
+from scrapy.utils.response import get_base_url
 
 from crawler_ext import config
 from crawler_ext.directives import page_directives
 
-__all__ = ["WebSpider", "parse_arguments"]
+__all__ = ["WebSpider", "extract_links", "parse_arguments"]
+
+MAX_LINK_LENGTH = 16_384
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_STRIPPED = re.compile(r"[\t\n\r]")  # browsers remove these anywhere in a URL (WHATWG)
+
+
+def extract_links(base: str, hrefs: Iterator[str] | list[str]) -> tuple[list[str], list[str]]:
+    """Absolute http(s) URLs of ``hrefs`` resolved against ``base``, each once, in page
+    order; and the reasons of those left out (``scheme``, ``bad_url``, ``too_long``).  Never
+    raises: one bad link never costs a page its other links."""
+    links: dict[str, None] = {}
+    invalid: list[str] = []
+    for href in hrefs:
+        href = _STRIPPED.sub("", href).strip(" \x00\x0b\x0c")
+        if not href or href.startswith("#"):
+            continue
+        if len(href) > MAX_LINK_LENGTH:
+            invalid.append("too_long")
+            continue
+        scheme = _SCHEME.match(href)
+        if scheme and scheme.group(1).lower() not in ("http", "https"):
+            invalid.append("scheme")  # javascript:, mailto:, data:, tel:, ftp:, file:, ...
+            continue
+        try:
+            url = urljoin(base, href)
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 -- raises on a bad port
+        except ValueError:  # invalid IPv6 literal, bad port, ...
+            invalid.append("bad_url")
+            continue
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            invalid.append("scheme" if parts.scheme not in ("http", "https") else "bad_url")
+            continue
+        links[url.partition("#")[0]] = None
+    return list(links), invalid
 
 
 def _split(value: str | None) -> list[str]:
@@ -98,22 +135,27 @@ class WebSpider(scrapy.Spider):
     def parse(self, response: Response) -> Iterator[Any]:
         directives = page_directives(response)
         links: list[str] = []
-        if isinstance(response, TextResponse):
-            if not directives.nofollow:
-                for anchor in response.xpath("//a[@href]"):
-                    rel = (anchor.attrib.get("rel") or "").lower().split()
-                    if "nofollow" in rel:
-                        continue
-                    href = anchor.attrib["href"].strip()
-                    if href and not href.lower().startswith(("javascript:", "mailto:", "tel:", "data:")):
-                        links.append(response.urljoin(href))
+        if isinstance(response, TextResponse) and not directives.nofollow:
+            try:
+                base = get_base_url(response)
+                anchors = response.xpath("//a[@href]")
+            except ValueError:  # an unparseable page: no links, the item still goes out
+                base, anchors = response.url, []
+            hrefs = (a.attrib["href"] for a in anchors
+                     if "nofollow" not in (a.attrib.get("rel") or "").lower().split())
+            links, invalid = extract_links(base, hrefs)
+            for reason in invalid:
+                self.crawler.stats.inc_value(f"spider/links_invalid/{reason}")
         request = response.request
         if directives.noindex and not config.get(self.settings, "CRAWLER_EXT_NOINDEX_STORE"):
             self.crawler.stats.inc_value("directives/noindex_not_stored")
         else:
             yield self._item(response, request, directives, links)
         for url in links:
-            yield response.follow(url, callback=self.parse)
+            try:
+                yield scrapy.Request(url, callback=self.parse)
+            except ValueError:
+                self.crawler.stats.inc_value("spider/links_invalid/bad_url")
 
     def _item(self, response: Response, request: Any, directives: Any,
               links: list[str]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import ipaddress
 import json
 import logging
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ from crawler_ext.redisbloom import RedisBloom
 from crawler_ext.blocklist import Blocklist
 from crawler_ext.frontier.codec import CHAIN, decode_request, encode_request, entry_url
 from crawler_ext.frontier.core import DROP, Frontier
+from crawler_ext.frontier.lag import LagProbe, ServerLatency
 from crawler_ext.frontier.politeness import (
     BACKOFF_STATUSES,
     Outcome,
@@ -81,6 +82,7 @@ class _InFlight:
     left: bool = False
     status: int | None = None
     retry_after: float | None = None
+    arrived: float | None = None  # when the response came out of the download handler
 
 
 class FrontierScheduler(BaseScheduler):
@@ -119,6 +121,11 @@ class FrontierScheduler(BaseScheduler):
         self.snapshot_interval = snapshot_interval
         self._df_takes_fp = hasattr(dupefilter, "seen_fingerprint")
         self._unconfirmed: list[tuple[Request, str, int, str | None]] = []
+        # exact spellings of links recently admitted or found seen -> their fingerprint: a
+        # link seen again (a site's navigation, on every page) is refused without
+        # canonicalisation and trap analysis; the answer is the seen set's all the same
+        self._known: OrderedDict[str, int] = OrderedDict()
+        self.known_memory = 100_000
         self.rules_path = rules_path
         self.learn_min_evidence = learn_min_evidence
         self._evidence: Counter[tuple[str, str]] = Counter()
@@ -135,6 +142,8 @@ class FrontierScheduler(BaseScheduler):
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self._wake_call: Any = None
+        self.lag = LagProbe(time.time)  # the reactor's own lag, kept out of response times
+        self.server_latency = ServerLatency(self.lag)
         self._loops: list[task.LoopingCall] = []
         self._dispatched_at_last_log = 0
 
@@ -216,6 +225,7 @@ class FrontierScheduler(BaseScheduler):
             if isinstance(self.frontier, RedisFrontier) and self.frontier.wait_for_seeds:
                 sig.connect(self._keep_waiting, signal=signals.spider_idle)
         self._start_loop(self._flush, self.flush_interval)
+        self.lag.start(reactor.callLater)
         if self._rules_log is not None:
             self._rules_log.start()
         if self.log_interval:
@@ -228,6 +238,7 @@ class FrontierScheduler(BaseScheduler):
         for loop in self._loops:
             if loop.running:
                 loop.stop()
+        self.lag.stop()
         if self._rules_log is not None:
             self._rules_log.stop()
         if self._wake_call is not None and self._wake_call.active():
@@ -342,6 +353,14 @@ class FrontierScheduler(BaseScheduler):
         if self.blocklist.blocked(request.url):
             self._inc("admission/rejected/blocklist")
             return False
+        raw = request.url
+        if not request.dont_filter:
+            known = self._known.get(raw)
+            if known is not None:
+                self._inc("dupefilter/filtered")
+                self._inc("frontier/known_links")
+                self._rediscovered(request, request.url, known)
+                return False
         referer = request.headers.get("Referer")
         referer_url = referer.decode("latin-1") if referer else None
         canonical = self.admission.check(request.url, referer_url)
@@ -359,10 +378,17 @@ class FrontierScheduler(BaseScheduler):
                 self._unconfirmed.append((request, canonical, fp, referer_url))
                 return True
             if seen:
+                self._remember_known(raw, fp)
                 self._rediscovered(request, canonical, fp)
                 return False
+            self._remember_known(raw, fp)
         self._admit(request, canonical, fp, referer_url)
         return True
+
+    def _remember_known(self, url: str, fp: int) -> None:
+        self._known[url] = fp
+        if len(self._known) > self.known_memory:
+            self._known.popitem(last=False)
 
     def _admit(self, request: Request, canonical: str, fp: int, referer: str | None) -> None:
         host = key = politeness_key(canonical)
@@ -448,6 +474,7 @@ class FrontierScheduler(BaseScheduler):
 
     def next_request(self) -> Request | None:
         now = time.time()
+
         if self._robots_redirects:
             return self._robots_redirects.pop()
         entry = self.frontier.next(now, self._gate)
@@ -475,6 +502,7 @@ class FrontierScheduler(BaseScheduler):
         if info is None:
             return
         info.status = response.status
+        info.arrived = time.time()
         if response.status in BACKOFF_STATUSES:
             info.retry_after = parse_retry_after(response.headers.get("Retry-After"))
 
@@ -490,8 +518,11 @@ class FrontierScheduler(BaseScheduler):
         latency = request.meta.get("download_latency")
         if latency is None:
             latency = now - info.started
-        outcome = Outcome(info.status, float(latency), info.retry_after)
-        delay = self.frontier.done(info.entry, outcome, now)
+        # the server's time, not our own lag; the key rests from when its response arrived
+        outcome = Outcome(info.status,
+                          self.server_latency.observe(info.entry.key, float(latency), now),
+                          info.retry_after)
+        delay = self.frontier.done(info.entry, outcome, info.arrived or now)
         if info.status is None or info.status in BACKOFF_STATUSES:
             self._inc("frontier/backoffs")
             if info.retry_after is not None:
@@ -518,6 +549,7 @@ class FrontierScheduler(BaseScheduler):
             logger.info("Learned: parameter %r does not change the content on %s; dropping it "
                         "from that host's URLs", param, host)
             self._inc("admission/learned_rules")
+            self._known.clear()  # spellings with that parameter now have another canonical form
             self._save_rules()
             if self._rules_log is not None:
                 self._rules_log.publish(f"{host}\t{param}".encode())
@@ -529,6 +561,7 @@ class FrontierScheduler(BaseScheduler):
             if param and self.admission.learn_drop(host, param):
                 logger.info("Learned (by another worker): parameter %r does not change the "
                             "content on %s", param, host)
+                self._known.clear()
                 self._inc("admission/learned_rules_shared")
 
     def _load_rules(self) -> None:

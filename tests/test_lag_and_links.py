@@ -1,0 +1,111 @@
+"""The reactor-lag probe (pure logic, fake clock) and the reference spider's defensive link
+extraction (property-based: no href or page makes it raise)."""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler_ext.admission import Admission
+from crawler_ext.frontier.lag import LagProbe, ServerLatency
+from spiders.web import extract_links
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_lag_is_the_longest_recent_gap_between_ticks_and_is_subtracted() -> None:
+    clock = FakeClock()
+    probe = LagProbe(clock, interval=0.005, window=0.25)
+    probe._last = clock.now
+    for _ in range(60):  # an idle reactor: a tick every 5 ms
+        clock.now += 0.005
+        probe.tick()
+    assert abs(probe.lag(clock.now) - 0.005) < 1e-9
+    assert abs(probe.server_latency(0.009, clock.now) - 0.004) < 1e-9
+    clock.now += 0.063  # the reactor was busy for 63 ms: responses waited up to that
+    probe.tick()
+    assert abs(probe.lag(clock.now) - 0.063) < 1e-9
+    # a response measured at 66 ms while the reactor was blocked: the server took ~3 ms
+    assert abs(probe.server_latency(0.066, clock.now) - 0.003) < 1e-9
+    assert probe.server_latency(0.02, clock.now) == 0.0
+    clock.now += 0.3  # the busy gap leaves the window; no tick ran for 300 ms: blocked now
+    assert abs(probe.lag(clock.now) - 0.3) < 1e-9
+    for _ in range(60):
+        clock.now += 0.005
+        probe.tick()
+    assert abs(probe.lag(clock.now) - 0.005) < 1e-9
+
+
+def test_server_latency_is_the_least_of_recent_samples_per_key() -> None:
+    clock = FakeClock()
+    probe = LagProbe(clock)
+    latency = ServerLatency(probe, samples=3)
+    assert latency.observe("a", 0.004, clock.now) == 0.004
+    assert latency.observe("a", 0.090, clock.now) == 0.004  # one slow sample: our own queueing
+    assert latency.observe("b", 0.200, clock.now) == 0.200  # keys are separate
+    latency.observe("a", 0.3, clock.now)
+    latency.observe("a", 0.3, clock.now)
+    assert latency.observe("a", 0.3, clock.now) == 0.3  # a server that really slowed down
+
+
+def test_bad_links_are_counted_and_the_rest_still_follow() -> None:
+    hrefs = ["a.html", "http://[::1", "java\tscript:alert(2)", "mailto:x@y", "data:,x",
+             "tel:1", "ftp://h/", "file:///etc/passwd", "http://e.com:99999/", "x" * 20000,
+             "b.html#frag", "a.html", "  c.html  ", "//other.org/p", "#top", ""]
+    links, invalid = extract_links("http://e.com/dir/page.html", hrefs)
+    assert links == ["http://e.com/dir/a.html", "http://e.com/dir/b.html",
+                     "http://e.com/dir/c.html", "http://other.org/p"]
+    assert sorted(invalid) == sorted(["bad_url", "scheme", "scheme", "scheme", "scheme",
+                                      "scheme", "scheme", "bad_url", "too_long"])
+
+
+_URLISH = st.text(alphabet=string.printable + "\x00\x7f\u00e9\u2028\ud7ff[]%:@", max_size=80)
+
+
+@settings(max_examples=400, deadline=None)
+@given(base=st.sampled_from(["http://e.com/", "https://[::1]:8080/a/b?q=1", "http://xn--e-ufa.com/x/"]),
+       hrefs=st.lists(st.one_of(_URLISH, st.builds(lambda s, t: s + t, st.sampled_from(
+           ["http://", "https://[", "//", "javascript:", "http://e.com:", "?", "../../"]),
+           _URLISH)), max_size=12))
+def test_no_href_makes_link_extraction_or_admission_raise(base: str, hrefs: list[str]) -> None:
+    links, invalid = extract_links(base, hrefs)
+    assert len(links) + len(invalid) <= len(hrefs)
+    admission = Admission()
+    for url in links:
+        admission.check(url, base)  # refuses with a reason, never raises
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=400))
+def test_no_page_makes_the_spider_lose_its_item(html: str) -> None:
+    from scrapy.http import HtmlResponse, Request
+
+    from spiders.web import WebSpider
+
+    class Stats:
+        def __init__(self) -> None:
+            self.values: dict[str, int] = {}
+
+        def inc_value(self, key: str, count: int = 1) -> None:
+            self.values[key] = self.values.get(key, 0) + count
+
+    class Crawler:
+        stats = Stats()
+
+    spider = WebSpider(seeds="http://e.com/")
+    spider.crawler = Crawler()  # type: ignore[assignment]
+    spider.settings = {"CRAWLER_EXT_NOINDEX_STORE": True}  # type: ignore[assignment]
+    url = "http://e.com/p.html"
+    response = HtmlResponse(url, body=f"<html><body>{html}</body></html>".encode("utf-8",
+                                                                               "surrogatepass"),
+                            encoding="utf-8", request=Request(url))
+    out = list(spider.parse(response))
+    assert isinstance(out[0], dict) and out[0]["url"] == url
