@@ -101,10 +101,10 @@ def test_every_real_site_is_crawled_whole(corpus, tmp_path: Path) -> None:
         assert result.stat(f"admission/rejected/{rule}") == 0, rule
 
     # politeness and robots.txt, from the server's log; loopback hosts answer in well under
-    # 10 ms, so the delays (10 x the response time) stay near 0.1 s at most however busy the
+    # 10 ms, so the delays (10 x the response time) stay well under 0.25 s however busy the
     # crawler's own reactor was (counting its lag, they reached 0.5-1.5 s)
     assert politeness_violations(log, min_gap=0.02) == []
-    assert result.stat("frontier/delay_max") <= 0.15, result.stat("frontier/delay_max")
+    assert result.stat("frontier/delay_max") <= 0.25, result.stat("frontier/delay_max")
     for name, site in web.sites.items():
         entries = [e for e in log if e.host == site.host()]
         assert entries[0].path == "/robots.txt", name  # robots.txt before anything else
