@@ -80,6 +80,11 @@ class ServerLatency:
         self.memory = memory
         self._recent: OrderedDict[str, deque[float]] = OrderedDict()
 
+    def estimate(self, key: str) -> float:
+        """The key's response time so far (0 before its first sample)."""
+        recent = self._recent.get(key)
+        return min(recent) if recent else 0.0
+
     def observe(self, key: str, measured: float, now: float) -> float:
         recent = self._recent.get(key)
         if recent is None:

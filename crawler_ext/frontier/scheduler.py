@@ -519,9 +519,12 @@ class FrontierScheduler(BaseScheduler):
         if latency is None:
             latency = now - info.started
         # the server's time, not our own lag; the key rests from when its response arrived
-        outcome = Outcome(info.status,
-                          self.server_latency.observe(info.entry.key, float(latency), now),
-                          info.retry_after)
+        if request.meta.get("crawler_ext_robots"):
+            # a host's first fetch, on a new connection: its time is mostly the setup's
+            server_time = self.server_latency.estimate(info.entry.key)
+        else:
+            server_time = self.server_latency.observe(info.entry.key, float(latency), now)
+        outcome = Outcome(info.status, server_time, info.retry_after)
         delay = self.frontier.done(info.entry, outcome, info.arrived or now)
         if info.status is None or info.status in BACKOFF_STATUSES:
             self._inc("frontier/backoffs")
