@@ -1,23 +1,85 @@
 """The SSRF guard: never fetch private, loopback, link-local, multicast or reserved addresses
 unless ``CRAWLER_EXT_ALLOWED_NETWORKS`` lists them (e.g. ``127.0.0.0/8`` for the test web).
 
-It is enforced where an address becomes known: in the resolver for host names (a refused
-name fails like an unknown one), and at admission for IP-literal URLs.
+It is enforced on every path to the network, by construction:
+
+* ``NetworkGuardMiddleware``, the first downloader middleware, checks every request the
+  downloader is about to send -- links, seeds, robots.txt and its redirects, retries,
+  redirects of anything, ``dont_filter`` or not: an IP literal in any spelling (dotted,
+  decimal ``2130706433``, hex ``0x7f.1``, octal ``0177.0.0.1``, short ``127.1``, IPv4-mapped
+  or -compatible IPv6, 6to4 and NAT64 embeddings, ``[::]``, ``0.0.0.0``) is judged as the
+  address it is; a name is resolved through the installed resolver (cached) and its address
+  judged;
+* the resolvers (``crawler_ext.dns``, ``crawler_ext.hosts``) refuse private answers too, so a
+  name cannot be re-pointed between the check and the connection;
+* admission refuses IP-literal URLs early (a refused URL never occupies the frontier).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
 
 from twisted.internet.error import DNSLookupError
 
 from crawler_ext import config
 
-__all__ = ["NetworkGuard"]
+__all__ = ["NetworkGuard", "NetworkGuardMiddleware", "literal_address",
+           "use_bundled_public_suffix_list"]
 
 logger = logging.getLogger(__name__)
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_LEGACY_V4 = frozenset("0123456789abcdefxABCDEFX.")
+
+
+def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address an IP-literal host names, in any spelling a resolver or socket library
+    would accept (``inet_aton``'s decimal, hex, octal and short forms included); None for a
+    host name."""
+    host = host.strip().strip("[]").rstrip(".")
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0])  # a zone id does not change it
+    except ValueError:
+        pass
+    if host and set(host) <= _LEGACY_V4 and host[0].isdigit():
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
+def use_bundled_public_suffix_list() -> bool:
+    """No network access nobody asked for: Scrapy's cookie middleware asks tldextract for
+    public suffixes, and tldextract downloads the Public Suffix List on first use unless told
+    to use the copy it ships.  Point it at that copy (loudly, if Scrapy changed)."""
+    try:
+        from scrapy.downloadermiddlewares import cookies
+        from tldextract import TLDExtract
+    except ImportError:
+        return False
+    if not hasattr(cookies, "_split_domain"):
+        logger.warning("Scrapy's cookie middleware has no _split_domain any more: tldextract "
+                       "may try to download the Public Suffix List during the crawl")
+        return False
+    cookies._split_domain = TLDExtract(suffix_list_urls=(), include_psl_private_domains=True)
+    return True
+
+
+def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address inside an IPv4-mapped, -compatible, 6to4 or NAT64 IPv6 address."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64 or (int(ip) >> 32 == 0 and int(ip) > 1):  # NAT64, or ::a.b.c.d
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
 
 
 class NetworkGuard:
@@ -33,12 +95,18 @@ class NetworkGuard:
         return cls(config.get(settings, "CRAWLER_EXT_ALLOWED_NETWORKS"))
 
     def allows(self, address: str) -> bool:
-        try:
-            ip = ipaddress.ip_address(address.strip("[]"))
-        except ValueError:
+        ip = literal_address(address)
+        if ip is None:
             return True  # a name, not an address: the resolver checks what it resolves to
-        if any(ip in net for net in self.allowed):
+        return self._allows_ip(ip)
+
+    def _allows_ip(self, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        if any(ip.version == net.version and ip in net for net in self.allowed):
             return True
+        if isinstance(ip, ipaddress.IPv6Address):
+            inner = _embedded_v4(ip)
+            if inner is not None:
+                return self._allows_ip(inner)
         return not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast
                     or ip.is_reserved or ip.is_unspecified)
 
@@ -53,3 +121,66 @@ class NetworkGuard:
                            "(CRAWLER_EXT_ALLOWED_NETWORKS can allow it; further refusals show "
                            "as DNS look-up failures)", name, address)
         raise DNSLookupError(f"{name} resolves to {address}, a private or reserved address")
+
+
+class NetworkGuardMiddleware:
+    """Downloader middleware: nothing reaches the network that the SSRF guard forbids.
+
+        DOWNLOADER_MIDDLEWARES = {"crawler_ext.netguard.NetworkGuardMiddleware": 10}
+
+    Refused requests fail with IgnoreRequest (their errback sees it), are counted in
+    ``netguard/refused`` and the first is logged.
+    """
+
+    def __init__(self, guard: NetworkGuard, stats: Any = None, resolve: Any = None) -> None:
+        self.guard = guard
+        self.stats = stats
+        self._resolve = resolve  # name -> Deferred[address]; default: the reactor's resolver
+        self._logged = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> NetworkGuardMiddleware:
+        use_bundled_public_suffix_list()
+        return cls(NetworkGuard.from_settings(crawler.settings), crawler.stats)
+
+    async def process_request(self, request: Any, spider: Any = None) -> None:
+        try:
+            parts = urlsplit(request.url)
+            host = parts.hostname
+        except ValueError:
+            return None  # the download handler rejects it
+        if parts.scheme not in ("http", "https") or not host:
+            return None
+        ip = literal_address(host)
+        if ip is not None:
+            if not self.guard._allows_ip(ip):
+                self._refuse(request, str(ip))
+            return None
+        address = await self._lookup(host)
+        if address is not None and not self.guard.allows(address):
+            self._refuse(request, address)
+        return None
+
+    async def _lookup(self, host: str) -> str | None:
+        from scrapy.utils.defer import maybe_deferred_to_future
+
+        if self._resolve is None:
+            from twisted.internet import reactor
+
+            self._resolve = reactor.resolve
+        try:
+            return await maybe_deferred_to_future(self._resolve(host))
+        except Exception:  # noqa: BLE001 - a failed look-up fails the download as usual
+            return None
+
+    def _refuse(self, request: Any, address: str) -> None:
+        from scrapy.exceptions import IgnoreRequest
+
+        if self.stats is not None:
+            self.stats.inc_value("netguard/refused")
+        if not self._logged:
+            self._logged = True
+            logger.warning("SSRF guard: %s goes to %s, a private or reserved address: refused "
+                           "(CRAWLER_EXT_ALLOWED_NETWORKS can allow it; further refusals are "
+                           "counted in netguard/refused)", request.url, address)
+        raise IgnoreRequest(f"SSRF guard: {request.url} goes to {address}")

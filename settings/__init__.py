@@ -45,6 +45,8 @@ DUPEFILTER_CLASS = "crawler_ext.dupefilter.BloomDupeFilter"
 # frontier fetches robots.txt itself (RFC 9309, paced like any fetch), so Scrapy's robots
 # middleware is off; ROBOTSTXT_OBEY still says whether robots.txt is obeyed.
 DOWNLOADER_MIDDLEWARES = {
+    # the SSRF guard first: every request the downloader sends passes it (redirects included)
+    "crawler_ext.netguard.NetworkGuardMiddleware": 10,
     "crawler_ext.middlewares.ContentDedupMiddleware": 450,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
 }

@@ -67,6 +67,7 @@ class Frontier:
         self._in_heap: set[str] = set()
         self._front_by_fp: dict[int, Entry] = {}  # entries still in front queues, for promotion
         self._inlinks: dict[int, int] = {}  # inlinks counted while an entry waits in front
+        self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
 
     # -- admission -------------------------------------------------------------------------
     def add(self, entries: list[Entry], check_seen: bool = True) -> None:
@@ -180,6 +181,10 @@ class Frontier:
         state = self.store.host(entry.key)
         state.in_flight = max(0, state.in_flight - 1)
         delay = self.policy.update(state, outcome, now)
+        if self.policy.parks(delay):
+            self.parked[entry.key] = now + delay
+        else:
+            self.parked.pop(entry.key, None)
         self.store.host_changed(entry.key)
         if self.store.back_size(entry.key):
             self._schedule(entry.key, now)
@@ -220,6 +225,14 @@ class Frontier:
     # -- introspection ---------------------------------------------------------------------
     def pending(self) -> int:
         return self.store.pending()
+
+    def parked_pending(self, now: float) -> int:
+        """Queued entries of parked keys whose time has not come: they are kept, but a crawl
+        with nothing else to do finishes without them."""
+        for key, until in list(self.parked.items()):
+            if until <= now:
+                del self.parked[key]
+        return sum(self.store.back_size(key) for key in self.parked)
 
     def active_keys(self) -> int:
         return len(self._active)

@@ -6,7 +6,9 @@ capped at backoff_max), and each success halves that multiplier again.  A 429/50
 raises a learned floor (capped at backoff_max, not max_delay: it is the server's own word) to
 twice the gap that drew it, which decays by 5 % per success, so a rate-limited host settles
 above its limit instead of being refused every other fetch.
-A Retry-After header on a 429/503 is honoured exactly.
+A Retry-After header on a 429/503 and a robots.txt Crawl-delay are the server's word and are
+honoured in full; when either asks for more than ``backoff_max`` the frontier parks the key
+(``Frontier.parked``): its URLs are kept, but they do not hold the crawl open.
 """
 
 from __future__ import annotations
@@ -70,20 +72,25 @@ class PolitenessPolicy:
     def update(self, state: HostState, outcome: Outcome, now: float) -> float:
         """Apply one outcome to ``state``; return the delay before the key's next fetch."""
         failed = outcome.status is None or outcome.status in BACKOFF_STATUSES
+        # our own backoff is capped; a Crawl-delay above the cap is honoured (and parks the key)
+        cap = max(self.backoff_max, self.min_delay, state.crawl_delay or 0.0)
         if failed:
             if outcome.status is not None:  # refused: the last gap was too short
                 state.floor = min(max(state.floor, 2 * state.delay), self.backoff_max)
             state.backoff = min(state.backoff * self.backoff_factor, self.backoff_max)
-            delay = min(self.base_delay(outcome.latency, state) * state.backoff,
-                        max(self.backoff_max, self.min_delay))
+            delay = min(self.base_delay(outcome.latency, state) * state.backoff, cap)
         else:
             # decay gradually, so a rate-limited host is not hit at full speed right away
             state.backoff = max(1.0, state.backoff / 2)
             state.floor *= 0.95
-            delay = max(min(self.base_delay(outcome.latency, state) * state.backoff,
-                            max(self.backoff_max, self.min_delay)), state.floor)
+            delay = max(min(self.base_delay(outcome.latency, state) * state.backoff, cap),
+                        state.floor)
         if outcome.retry_after is not None and outcome.status in BACKOFF_STATUSES:
             delay = outcome.retry_after
         state.delay = delay
         state.next_allowed = now + delay
         return delay
+
+    def parks(self, delay: float) -> bool:
+        """A wait longer than the cap: the key is parked (kept, but not waited for)."""
+        return delay > max(self.backoff_max, self.min_delay)

@@ -301,6 +301,7 @@ class RedisFrontier:
         self.stats_key = stats_key
         self.wait_for_seeds = wait_for_seeds
         self.max_in_flight = 1  # a leased key is fetched by one worker, one request at a time
+        self.parked: dict[str, float] = {}  # the shared frontier does not park (yet)
         # who holds a lease, as `status` shows it: host, process, and a nonce for restarts
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stat = on_stat or (lambda name, value: None)
@@ -396,6 +397,10 @@ class RedisFrontier:
                 len(body) > self.ROBOTS_SHARE_LIMIT:
             return
         self._states[key][1][origin] = [status, now, body.decode("latin-1")]
+
+    def parked_pending(self, now: float) -> int:
+        """Parking is per worker's frontier; the shared frontier does not park (yet)."""
+        return 0
 
     def pending(self) -> int:
         local = len(self._outbox) + len(self._ready) + len(self._parked)

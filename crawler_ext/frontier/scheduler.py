@@ -30,7 +30,7 @@ from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
 from crawler_ext.distributed import crawl_prefix, redis_from_settings
 from crawler_ext.dupefilter import MAYBE
-from crawler_ext.netguard import NetworkGuard
+from crawler_ext.netguard import NetworkGuard, use_bundled_public_suffix_list
 from crawler_ext.redisbloom import RedisBloom
 from crawler_ext.blocklist import Blocklist
 from crawler_ext.frontier.codec import CHAIN, decode_request, encode_request, entry_url
@@ -132,7 +132,11 @@ class FrontierScheduler(BaseScheduler):
         self._dup_patterns: Counter[tuple[str, str]] = Counter()
         self.robots = robots  # None: robots.txt not obeyed
         self.blocklist = blocklist or Blocklist()
-        self._robots_redirects: list[Request] = []
+        # robots.txt redirects, waiting in the frontier on their target's politeness key as
+        # b"H<token>" entries (the Request, with its redirect history, stays here)
+        self._robots_hops: dict[int, Request] = {}
+        self._hop_tokens = 0
+        self._parked_logged = 0
         self._robots_failure_logged = False
         self.key_by_ip = key_by_ip
         self._ip_keys: dict[str, str] = {}  # host -> "ip:ADDRESS" (or the host if unresolvable)
@@ -151,6 +155,7 @@ class FrontierScheduler(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> Self:
         s = crawler.settings
         config.validate_all(s)  # also when not started by `scrapy crawl`
+        use_bundled_public_suffix_list()
         get = lambda name: config.get(s, name)  # noqa: E731
         bands = get("CRAWLER_EXT_FRONTIER_BANDS")
         weights = get("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
@@ -252,6 +257,14 @@ class FrontierScheduler(BaseScheduler):
             self.df.mark = self.frontier.store.admitted_mark()
         if self.stats is not None:
             self.stats.set_value("frontier/pending", self.frontier.pending())
+            parked = self.frontier.parked_pending(time.time())
+            if parked:
+                self.stats.set_value("frontier/parked", len(self.frontier.parked))
+                self.stats.set_value("frontier/parked_pending", parked)
+                logger.info("Frontier: %d hosts parked with %d queued URLs (they asked to wait "
+                            "longer than CRAWLER_EXT_POLITENESS_BACKOFF_MAX): %s", len(
+                                self.frontier.parked), parked, ", ".join(
+                                sorted(self.frontier.parked)[:20]))
             if isinstance(self.frontier, RedisFrontier):
                 self.frontier.publish_stats(self.stats.get_stats())
         return self.df.close(reason)
@@ -273,6 +286,10 @@ class FrontierScheduler(BaseScheduler):
             logger.warning("Frontier: the frontier fetches robots.txt itself (RFC 9309); disable "
                            "Scrapy's RobotsTxtMiddleware in DOWNLOADER_MIDDLEWARES to avoid a "
                            "second, unpaced robots.txt fetch")
+        if mws.get("crawler_ext.netguard.NetworkGuardMiddleware") is None:
+            logger.warning("Frontier: crawler_ext.netguard.NetworkGuardMiddleware is not in "
+                           "DOWNLOADER_MIDDLEWARES: redirects to IP literals are not checked "
+                           "by the SSRF guard")
         if s.getint("CONCURRENT_REQUESTS_PER_DOMAIN") < self.frontier.max_in_flight:
             logger.warning("Frontier: CONCURRENT_REQUESTS_PER_DOMAIN is below "
                            "CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT: requests will wait in "
@@ -280,11 +297,17 @@ class FrontierScheduler(BaseScheduler):
 
     # -- the scheduler interface -------------------------------------------------------------
     def has_pending_requests(self) -> bool:
-        return self.frontier.pending() > 0 or bool(
-            self._unconfirmed or self._robots_redirects or self._awaiting_dns)
+        return self.frontier.pending() > self.frontier.parked_pending(time.time()) or bool(
+            self._unconfirmed or self._awaiting_dns)
 
     # -- robots.txt and the blocklist, checked when a URL's turn comes ----------------------
     def _gate(self, entry: Entry, now: float) -> Entry | float | str:
+        if entry.data[:1] == b"H":  # a robots.txt redirect: no robots.txt for robots.txt
+            hop = self._robots_hops.get(int(entry.data[1:]))
+            if hop is None or self.blocklist.blocked(hop.url):  # (a hop lost in a restart)
+                self._robots_hops.pop(int(entry.data[1:]), None)
+                return DROP
+            return entry
         url = entry_url(entry.data)
         if self.blocklist.blocked(url):
             self._inc("frontier/blocked")
@@ -347,8 +370,13 @@ class FrontierScheduler(BaseScheduler):
         return self.frontier.pending()
 
     def enqueue_request(self, request: Request) -> bool:
-        if request.meta.get("crawler_ext_robots"):  # a robots.txt redirect: fetch it next
-            self._robots_redirects.append(request)
+        if request.meta.get("crawler_ext_robots"):  # a robots.txt redirect: paced on its key
+            self._hop_tokens += 1
+            self._robots_hops[self._hop_tokens] = request
+            host = politeness_key(request.url)
+            key = self._ip_keys.get(host, host) if self.key_by_ip else host
+            self.frontier.add([Entry(key, 0, b"H%d" % self._hop_tokens)], check_seen=False)
+            self._arm_wake(time.time(), time.time())
             return True
         if self.blocklist.blocked(request.url):
             self._inc("admission/rejected/blocklist")
@@ -475,14 +503,14 @@ class FrontierScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         now = time.time()
 
-        if self._robots_redirects:
-            return self._robots_redirects.pop()
         entry = self.frontier.next(now, self._gate)
         if entry is None:
             self._arm_wake(self.frontier.next_ready_time(), now)
             return None
         if entry.data[:1] == b"R":
             request = self._robots_request(entry.data[1:].decode("ascii"))
+        elif entry.data[:1] == b"H":
+            request = self._robots_hops.pop(int(entry.data[1:]))
         else:
             request = decode_request(entry.data, self.spider)
             chain = request.meta.get(CHAIN)
@@ -530,9 +558,22 @@ class FrontierScheduler(BaseScheduler):
             self._inc("frontier/backoffs")
             if info.retry_after is not None:
                 self._inc("frontier/retry_after_honoured")
-        if self.stats is not None:
+        if info.entry.key in self.frontier.parked:
+            self._parked(info.entry.key, delay)
+        elif self.stats is not None:
             self.stats.max_value("frontier/delay_max", round(delay, 3))
         self._arm_wake(self.frontier.next_ready_time(), now)
+
+    def _parked(self, key: str, delay: float) -> None:
+        """A host asked to wait longer than CRAWLER_EXT_POLITENESS_BACKOFF_MAX: honoured, but
+        it does not keep the crawl open (logged for the first hosts, counted at close)."""
+        self._inc("frontier/parkings")
+        if self._parked_logged < 10:
+            self._parked_logged += 1
+            logger.warning("Frontier: %s asks to wait %.0f s (Retry-After or Crawl-delay), more "
+                           "than CRAWLER_EXT_POLITENESS_BACKOFF_MAX: parked; its queued URLs are "
+                           "kept but the crawl may finish without them (frontier/parked)",
+                           key, delay)
 
     # -- feedback from content dedup ------------------------------------------------------
     def _on_checked(self, url: str, kind: str, basis: str, **_: Any) -> None:
@@ -647,6 +688,8 @@ class FrontierScheduler(BaseScheduler):
             if in_progress is None and not info.left and not final:
                 continue
             if not info.left:  # dropped before the downloader (e.g. by a middleware)
+                if self.robots is not None and request.meta.get("crawler_ext_robots"):
+                    self._robots_answer(request, None, b"")  # (the SSRF guard): unreachable
                 self.frontier.release(info.entry, now)
                 self._arm_wake(self.frontier.next_ready_time(), now)
             done.append(info.entry.id)
