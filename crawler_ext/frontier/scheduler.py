@@ -339,7 +339,15 @@ class FrontierScheduler(BaseScheduler):
         return None
 
     def _robots_failed(self, failure: Any) -> None:
-        """Errback of robots.txt requests: log the first failure, count the rest."""
+        """Errback of robots.txt requests: log the first failure, count the rest.  A redirect
+        that was not followed (more than REDIRECT_MAX_TIMES) leaves robots.txt unavailable,
+        which RFC 9309 treats as no restrictions."""
+        request = getattr(failure, "request", None)
+        info = self._inflight.get(request) if request is not None else None
+        if info is not None and info.status is not None and 300 <= info.status < 400 and \
+                self.robots is not None:
+            self._robots_answer(request, info.status, b"", final=True)
+            return
         if not self._robots_failure_logged:
             self._robots_failure_logged = True
             request = getattr(failure, "request", None)
@@ -347,9 +355,10 @@ class FrontierScheduler(BaseScheduler):
                            "further failures are counted in robots/status/unreachable)",
                            request.url if request is not None else "", failure.getErrorMessage())
 
-    def _robots_answer(self, request: Request, status: int | None, body: bytes) -> None:
+    def _robots_answer(self, request: Request, status: int | None, body: bytes,
+                       final: bool = False) -> None:
         origin = request.meta["crawler_ext_robots"]
-        if status is not None and 300 <= status < 400:
+        if status is not None and 300 <= status < 400 and not final:
             return  # RedirectMiddleware follows it (up to REDIRECT_MAX_TIMES)
         assert self.robots is not None
         state = self.robots.fetched(origin, status, body, time.time())
