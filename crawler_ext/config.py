@@ -120,6 +120,8 @@ class Setting:
 _SPECS = [
     Setting("CRAWLER_EXT_ALLOWED_NETWORKS", [], _str_list,
             "CIDRs of private/loopback/... addresses that may be fetched (default: none; SSRF guard)."),
+    Setting("CRAWLER_EXT_ALLOWED_SCHEMES", [], _str_list,
+            "URL schemes besides http, https and data that may be fetched (e.g. ftp,file,s3)."),
     Setting("CRAWLER_EXT_BLOCKLIST", None, _optional_str,
             "File of hosts or URL prefixes never to fetch; re-read when it changes."),
     Setting("CRAWLER_EXT_BLOOM_CAPACITY", 1_000_000, _number(int, 1000),

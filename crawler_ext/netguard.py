@@ -129,19 +129,25 @@ class NetworkGuardMiddleware:
         DOWNLOADER_MIDDLEWARES = {"crawler_ext.netguard.NetworkGuardMiddleware": 10}
 
     Refused requests fail with IgnoreRequest (their errback sees it), are counted in
-    ``netguard/refused`` and the first is logged.
+    ``netguard/refused`` and the first is logged.  URLs of schemes other than http, https
+    and data fail with NotSupported, as in stock Scrapy for a scheme it has no handler for,
+    unless ``CRAWLER_EXT_ALLOWED_SCHEMES`` lists them (``file:`` reads the local disk).
     """
 
-    def __init__(self, guard: NetworkGuard, stats: Any = None, resolve: Any = None) -> None:
+    def __init__(self, guard: NetworkGuard, stats: Any = None, resolve: Any = None,
+                 schemes: Iterable[str] = ()) -> None:
         self.guard = guard
         self.stats = stats
+        self.schemes = {"http", "https", "data", *(s.lower() for s in schemes)}
+        self._schemes_logged: set[str] = set()
         self._resolve = resolve  # name -> Deferred[address]; default: the reactor's resolver
         self._logged = False
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> NetworkGuardMiddleware:
         use_bundled_public_suffix_list()
-        return cls(NetworkGuard.from_settings(crawler.settings), crawler.stats)
+        return cls(NetworkGuard.from_settings(crawler.settings), crawler.stats,
+                   schemes=config.get(crawler.settings, "CRAWLER_EXT_ALLOWED_SCHEMES"))
 
     async def process_request(self, request: Any, spider: Any = None) -> None:
         try:
@@ -149,7 +155,11 @@ class NetworkGuardMiddleware:
             host = parts.hostname
         except ValueError:
             return None  # the download handler rejects it
-        if parts.scheme not in ("http", "https") or not host:
+        if parts.scheme not in ("http", "https"):
+            if parts.scheme not in self.schemes:
+                self._refuse_scheme(request, parts.scheme)
+            return None  # data: and allowed schemes: Scrapy's handlers
+        if not host:
             return None
         ip = literal_address(host)
         if ip is not None:
@@ -163,15 +173,34 @@ class NetworkGuardMiddleware:
 
     async def _lookup(self, host: str) -> str | None:
         from scrapy.utils.defer import maybe_deferred_to_future
+        from scrapy.utils.reactor import is_reactor_installed
 
-        if self._resolve is None:
-            from twisted.internet import reactor
-
-            self._resolve = reactor.resolve
         try:
-            return await maybe_deferred_to_future(self._resolve(host))
+            if self._resolve is not None:
+                return await maybe_deferred_to_future(self._resolve(host))
+            if is_reactor_installed():
+                from twisted.internet import reactor
+
+                return await maybe_deferred_to_future(reactor.resolve(host))
+            import asyncio  # Scrapy's reactorless mode
+
+            infos = await asyncio.get_running_loop().getaddrinfo(host, None)
+            return str(infos[0][4][0]) if infos else None
         except Exception:  # noqa: BLE001 - a failed look-up fails the download as usual
             return None
+
+    def _refuse_scheme(self, request: Any, scheme: str) -> None:
+        from scrapy.exceptions import NotSupported
+
+        if self.stats is not None:
+            self.stats.inc_value(f"netguard/refused_scheme/{scheme[:20]}")
+        if scheme not in self._schemes_logged and len(self._schemes_logged) < 20:
+            self._schemes_logged.add(scheme)
+            logger.warning("%s: the %r scheme is not fetched unless CRAWLER_EXT_ALLOWED_SCHEMES "
+                           "lists it (further ones are counted in netguard/refused_scheme/%s)",
+                           request.url[:200], scheme, scheme[:20])
+        raise NotSupported(f"{scheme}: URLs are not fetched unless CRAWLER_EXT_ALLOWED_SCHEMES "
+                           f"lists {scheme!r}")
 
     def _refuse(self, request: Any, address: str) -> None:
         from scrapy.exceptions import IgnoreRequest

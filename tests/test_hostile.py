@@ -147,3 +147,77 @@ socket.getaddrinfo = getaddrinfo
     assert len(result.items) == 6
     assert not attempts.exists() or attempts.read_text() == "", attempts.read_text()
     assert "publicsuffix" not in result.output.lower()
+
+
+@pytest.mark.slow
+def test_hostile_servers_do_not_stop_the_crawl_or_cost_other_pages(hostile, tmp_path: Path) -> None:
+    from conftest import WARCIO
+
+    kinds = ["hazards", "robots5mb", "robotsbinary", "robotshtml", "robotsslow", "normal"]
+    result = crawl(hostile, tmp_path, kinds, DOWNLOAD_TIMEOUT=5, RETRY_TIMES=1,
+                   CRAWLER_EXT_POLITENESS_MIN_DELAY=0.05, CRAWLER_EXT_HOST_PAGE_BUDGET=100,
+                   CRAWLER_EXT_ROBOTS_MAX_FAILURES=2)
+    assert result.returncode == 0, result.output[-3000:]
+    assert "Traceback" not in result.output, result.output[-5000:]
+    log = read_log(hostile.log_path)
+    fetched = {(e.host.split(".")[0], e.path) for e in log}
+    from crawler_ext.testweb.hostile import HAZARDS
+
+    for kind in ("hazards", "robots5mb", "robotsbinary", "robotshtml", "normal"):
+        assert {(kind, f"/ok/{i}") for i in range(5)} <= fetched, kind
+    assert {("hazards", f"/h/{name}") for name in HAZARDS} <= fetched
+    # a robots.txt that never answers is unreachable: RFC 9309 says disallow all, and the
+    # pack gives the origin up after CRAWLER_EXT_ROBOTS_MAX_FAILURES
+    assert not [p for k, p in fetched if k == "robotsslow" and p != "/robots.txt"]
+    assert result.stat("robots/gave_up") >= 1
+    # the hazards show in stats; memory stays bounded (a 100 MB gzip bomb, a 50 MB page)
+    assert result.stat("downloader/exception_count") >= 4
+    assert result.stat("memusage/max") < 1_500_000_000
+    assert result.stat("admission/rejected/host_budget") > 40_000  # the 50,000-link page
+    for warc in (tmp_path / "warcs").glob("*.warc.gz"):
+        check = subprocess.run([*WARCIO, "check", str(warc)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+SPIDER = '''
+import scrapy
+
+class CompatSpider(scrapy.Spider):
+    name = "compat"
+    base = "BASE"
+    sent = False
+
+    async def start(self):
+        yield scrapy.Request("data:,hello%20world", callback=self.got)
+        yield scrapy.Request("file:///etc/hostname", callback=self.got, errback=self.failed)
+        yield scrapy.Request(self.base + "/ok/0", callback=self.got)
+
+    def got(self, response):
+        yield {"url": response.url, "body": response.text[:40]}
+        if response.url.endswith("/ok/0") and not self.sent:
+            self.sent = True  # the user asks again, through a redirect, on purpose
+            yield scrapy.Request(self.base + "/go/ok/0", callback=self.got, dont_filter=True)
+
+    def failed(self, failure):
+        yield {"error": failure.type.__name__, "url": failure.request.url}
+'''
+
+
+def test_schemes_and_a_users_dont_filter_through_a_redirect(hostile, tmp_path: Path) -> None:
+    from conftest import ROOT
+
+    spider = tmp_path / "compat_spider.py"
+    spider.write_text(SPIDER.replace("BASE", hostile.url("normal", "").rstrip("/")))
+    out = tmp_path / "items.jsonl"
+    cmd = [sys.executable, "-m", "scrapy", "runspider", str(spider), "-O", f"{out}:jsonlines",
+           "-s", f"CRAWLER_EXT_HOSTS={HOSTS}", "-s", "CRAWLER_EXT_ALLOWED_NETWORKS=127.0.0.1/32",
+           "-s", "CRAWLER_EXT_POLITENESS_MIN_DELAY=0.05",
+           "-s", f"CRAWLER_EXT_WARC_DIR={tmp_path / 'warcs'}"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    items = [json.loads(x) for x in out.read_text().splitlines()]
+    assert {"url": "data:,hello%20world", "body": "hello world"} in items
+    assert {"error": "NotSupported", "url": "file:///etc/hostname"} in items
+    assert "CRAWLER_EXT_ALLOWED_SCHEMES" in proc.stderr
+    fetches = [e for e in read_log(hostile.log_path) if e.path == "/ok/0"]
+    assert len(fetches) == 2  # the redirect of a dont_filter request is not filtered

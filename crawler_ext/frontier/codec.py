@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pickle
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
@@ -21,8 +22,23 @@ __all__ = ["CHAIN", "encode_request", "decode_request", "entry_url"]
 #: the worker that fetches it -- after a restart, or another worker -- continues the chain
 CHAIN = "crawler_ext_chain"
 
-# meta keys that the frontier and Scrapy set themselves and that need not survive storage
-_TRANSIENT_META = frozenset({"download_slot", "download_latency", "download_timeout"})
+# meta keys that Scrapy sets itself and that need not survive storage; a user's own
+# ``download_slot`` and ``download_timeout`` are kept (Scrapy sets the slot to the host name,
+# which is dropped as its default)
+_TRANSIENT_META = frozenset({"download_latency"})
+
+
+def _stored_meta(request: Request) -> dict[str, Any]:
+    meta = {k: v for k, v in request.meta.items() if k not in _TRANSIENT_META}
+    slot = meta.get("download_slot")
+    if slot is not None:
+        try:
+            default = urlsplit(request.url).hostname
+        except ValueError:
+            default = None
+        if slot == default:
+            del meta["download_slot"]
+    return meta
 
 
 def _is_plain(request: Request, spider: Any) -> bool:
@@ -37,8 +53,7 @@ def _is_plain(request: Request, spider: Any) -> bool:
         return False
     if request.encoding != "utf-8" or request.dont_filter or request.priority:
         return False
-    meta = {k: v for k, v in request.meta.items() if k not in _TRANSIENT_META}
-    return set(meta) <= {"depth", CHAIN}
+    return set(_stored_meta(request)) <= {"depth", CHAIN}
 
 
 def encode_request(request: Request, spider: Any) -> bytes:
@@ -49,7 +64,7 @@ def encode_request(request: Request, spider: Any) -> bytes:
         referer = request.headers.get(b"Referer") or b""
         return b"U%s\x00%s\x00%s" % (head, referer, request.url.encode("utf-8"))
     data = request.to_dict(spider=spider)
-    data["meta"] = {k: v for k, v in data.get("meta", {}).items() if k not in _TRANSIENT_META}
+    data["meta"] = _stored_meta(request)
     return b"D" + pickle.dumps(data, protocol=4)
 
 

@@ -35,15 +35,15 @@ class LagProbe:
         self._call: Any = None
 
     def start(self, call_later: Callable[[float, Callable[[], None]], Any]) -> None:
-        """Tick with ``call_later`` (the reactor's ``callLater``) until ``stop``."""
+        """Tick with ``call_later`` (Scrapy's, for either event loop) until ``stop``."""
         self._call_later = call_later
         self._last = self.clock()
         self._call = call_later(self.interval, self.tick)
 
     def stop(self) -> None:
-        if self._call is not None and self._call.active():
-            self._call.cancel()
-        self._call = None
+        call, self._call = self._call, None
+        if call is not None:
+            call.cancel()  # (Scrapy's call_later result: a no-op once called)
 
     def tick(self) -> None:
         now = self.clock()

@@ -24,7 +24,8 @@ from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
-from twisted.internet import defer, reactor, task
+from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.reactor import is_reactor_installed
 
 from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
@@ -54,7 +55,7 @@ from crawler_ext.signals import (
     frontier_commit,
     sitemaps_found,
 )
-from crawler_ext.urls import fingerprint, host_of
+from crawler_ext.urls import REST_BITS, fingerprint, host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -146,9 +147,10 @@ class FrontierScheduler(BaseScheduler):
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self._wake_call: Any = None
+        self._wake_due: float | None = None  # when the armed wake-up fires (time.time())
         self.lag = LagProbe(time.time)  # the reactor's own lag, kept out of response times
         self.server_latency = ServerLatency(self.lag)
-        self._loops: list[task.LoopingCall] = []
+        self._loops: list[Any] = []
         self._dispatched_at_last_log = 0
 
     @classmethod
@@ -217,9 +219,12 @@ class FrontierScheduler(BaseScheduler):
             logger.info("Frontier: resumed %d queued or in-flight requests", recovered)
             self._inc("frontier/recovered", recovered)
         self._load_rules()
-        resolver = getattr(reactor, "resolver", None)
-        if hasattr(resolver, "attach_stats"):  # the caching DNS resolver counts into dns/...
-            resolver.attach_stats(self.stats)
+        if is_reactor_installed():  # (not in Scrapy's reactorless mode)
+            from twisted.internet import reactor
+
+            resolver = getattr(reactor, "resolver", None)
+            if hasattr(resolver, "attach_stats"):  # the caching DNS resolver counts dns/...
+                resolver.attach_stats(self.stats)
         if self.crawler is not None:
             self._check_settings()
             sig = self.crawler.signals
@@ -230,7 +235,7 @@ class FrontierScheduler(BaseScheduler):
             if isinstance(self.frontier, RedisFrontier) and self.frontier.wait_for_seeds:
                 sig.connect(self._keep_waiting, signal=signals.spider_idle)
         self._start_loop(self._flush, self.flush_interval)
-        self.lag.start(reactor.callLater)
+        self.lag.start(call_later)
         if self._rules_log is not None:
             self._rules_log.start()
         if self.log_interval:
@@ -246,8 +251,9 @@ class FrontierScheduler(BaseScheduler):
         self.lag.stop()
         if self._rules_log is not None:
             self._rules_log.stop()
-        if self._wake_call is not None and self._wake_call.active():
+        if self._wake_call is not None:
             self._wake_call.cancel()
+            self._wake_call = self._wake_due = None
         self._confirm_unconfirmed()
         self._reap(final=reason == "finished")
         self.frontier.store.close()
@@ -270,7 +276,7 @@ class FrontierScheduler(BaseScheduler):
         return self.df.close(reason)
 
     def _start_loop(self, func: Any, interval: float, now: bool = True) -> None:
-        loop = task.LoopingCall(func)
+        loop = create_looping_call(func)
         loop.start(interval, now=now)
         self._loops.append(loop)
 
@@ -312,7 +318,7 @@ class FrontierScheduler(BaseScheduler):
         if self.blocklist.blocked(url):
             self._inc("frontier/blocked")
             return DROP
-        if self.robots is None:
+        if self.robots is None or not url[:6].lower().startswith(("http:", "https:")):
             return entry
         decision, when = self.robots.decide(url, now)
         if decision is Decision.FETCH:
@@ -391,7 +397,13 @@ class FrontierScheduler(BaseScheduler):
             self._inc("admission/rejected/blocklist")
             return False
         raw = request.url
-        if not request.dont_filter:
+        scheme = raw.partition(":")[0].lower()
+        if scheme not in ("http", "https"):
+            return self._enqueue_other(request, scheme)
+        if request.dont_filter and "redirect_urls" not in request.meta and \
+                "retry_times" not in request.meta:
+            request.meta[USER_DONT_FILTER] = True  # the user's own: honoured for its redirects
+        if not request.dont_filter and request.method == "GET":
             known = self._known.get(raw)
             if known is not None:
                 self._inc("dupefilter/filtered")
@@ -405,22 +417,60 @@ class FrontierScheduler(BaseScheduler):
             return False
         if canonical != request.url:
             request = request.replace(url=canonical)
-        fp = fingerprint(canonical)
-        # a redirect's target always meets the seen set: Scrapy copies dont_filter from the
-        # redirected request (a retry has it), and the target may have been fetched already
-        if not request.dont_filter or "redirect_urls" in request.meta:
+        plain = request.method in ("GET", "HEAD") and not request.body
+        fp = fingerprint(canonical) if plain else self._request_fp(request, canonical)
+        if _checks_seen(request):
             seen = (self.df.seen_fingerprint(fp) if self._df_takes_fp
                     else self.df.request_seen(request))
             if seen is MAYBE:  # exact mode: confirmed in one batch at the next flush
                 self._unconfirmed.append((request, canonical, fp, referer_url))
                 return True
             if seen:
-                self._remember_known(raw, fp)
+                if plain:
+                    self._remember_known(raw, fp)
                 self._rediscovered(request, canonical, fp)
                 return False
-            self._remember_known(raw, fp)
+            if plain:
+                self._remember_known(raw, fp)
         self._admit(request, canonical, fp, referer_url)
         return True
+
+    def _enqueue_other(self, request: Request, scheme: str) -> bool:
+        """data:, file:, ftp:, s3:, ...: no canonicalisation, robots.txt or trap rules.  The
+        guard in the download path lets data: through and refuses the rest unless
+        CRAWLER_EXT_ALLOWED_SCHEMES allows them (NotSupported, in the request's errback)."""
+        fp = fingerprint(request.url)
+        if not request.dont_filter:
+            seen = (self.df.seen_fingerprint(fp) if self._df_takes_fp
+                    else self.df.request_seen(request))
+            if seen is MAYBE:
+                seen = self.df.confirm([fp])[0]
+            if seen:
+                return False
+        if scheme == "data":  # nothing to be polite to: each its own key, no delay between
+            key = f"data:{fp:x}"
+        else:
+            try:
+                key = f"{scheme}:{(urlsplit(request.url).netloc or '').lower()}"
+            except ValueError:
+                key = f"{scheme}:"
+        band = self.scorer.band(self.scorer.score(key, int(request.meta.get("depth", 0)), 1),
+                                request.priority)
+        self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)],
+                          check_seen=not request.dont_filter)
+        self._inc("frontier/enqueued")
+        self._inc(f"frontier/enqueued/band_{band}")
+        return True
+
+    def _request_fp(self, request: Request, canonical: str) -> int:
+        """A request with a body or another method than GET/HEAD is judged by Scrapy's
+        configured request fingerprinter (REQUEST_FINGERPRINTER_CLASS), folded to 64 bits
+        under the URL's host bits: two POSTs to one URL with different bodies stay two."""
+        fingerprinter = getattr(self.crawler, "request_fingerprinter", None)
+        if fingerprinter is None:
+            return fingerprint(canonical)
+        low = int.from_bytes(fingerprinter.fingerprint(request)[:8], "big") & _LOW_BITS
+        return (fingerprint(canonical) & ~_LOW_BITS) | low
 
     def _remember_known(self, url: str, fp: int) -> None:
         self._known[url] = fp
@@ -446,7 +496,7 @@ class FrontierScheduler(BaseScheduler):
                 0) >= self.learn_min_evidence:
             band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
             self._inc("frontier/demoted")
-        checked = not request.dont_filter or "redirect_urls" in request.meta
+        checked = _checks_seen(request)
         self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)],
                           check_seen=checked)
         self._inc("frontier/enqueued")
@@ -460,11 +510,17 @@ class FrontierScheduler(BaseScheduler):
         self._awaiting_dns[host] = [item]
         try:
             ipaddress.ip_address(host.strip("[]"))
-            resolved: Any = defer.succeed(host.strip("[]"))
+            self._resolved(host, f"ip:{host.strip('[]')}")
+            return
         except ValueError:
-            resolved = reactor.resolve(host)
-        resolved.addCallbacks(lambda address: self._resolved(host, f"ip:{address}"),
-                              lambda failure: self._resolved(host, host))
+            pass
+        if not is_reactor_installed():  # reactorless mode: no Twisted resolver to ask
+            self._resolved(host, host)
+            return
+        from twisted.internet import reactor
+
+        reactor.resolve(host).addCallbacks(lambda address: self._resolved(host, f"ip:{address}"),
+                                           lambda failure: self._resolved(host, host))
 
     def _prefetch(self, host: str) -> None:
         """Resolve a new host now, so its address is cached when its first request goes out."""
@@ -476,6 +532,10 @@ class FrontierScheduler(BaseScheduler):
             return
         except ValueError:
             pass
+        if not is_reactor_installed():
+            return
+        from twisted.internet import reactor
+
         self._inc("dns/prefetched")
         reactor.resolve(host).addErrback(lambda failure: None)  # the fetch reports failures
 
@@ -667,16 +727,16 @@ class FrontierScheduler(BaseScheduler):
         """Make the engine ask again when the next key is ready (not at its 5 s heartbeat)."""
         if when is None:
             return
-        delay = max(0.0, when - now)
-        call = self._wake_call
-        if call is not None and call.active():
-            if call.getTime() <= reactor.seconds() + delay:
+        when = max(when, now)
+        if self._wake_call is not None:
+            if self._wake_due is not None and self._wake_due <= when:
                 return
-            call.cancel()
-        self._wake_call = reactor.callLater(delay, self._wake)
+            self._wake_call.cancel()
+        self._wake_due = when
+        self._wake_call = call_later(when - now, self._wake)
 
     def _wake(self) -> None:
-        self._wake_call = None
+        self._wake_call = self._wake_due = None
         slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
         if slot is not None and getattr(slot, "nextcall", None) is not None:
             slot.nextcall.schedule()
@@ -735,6 +795,21 @@ class FrontierScheduler(BaseScheduler):
     def _inc(self, key: str, count: int = 1) -> None:
         if self.stats is not None:
             self.stats.inc_value(key, count)
+
+
+_LOW_BITS = (1 << REST_BITS) - 1
+
+#: meta flag of a request the user made with ``dont_filter=True`` (not a retry's copy)
+USER_DONT_FILTER = "crawler_ext_dont_filter"
+
+
+def _checks_seen(request: Request) -> bool:
+    """Whether a request meets the seen set: unless ``dont_filter``; a redirect's target
+    always does (Scrapy copies dont_filter onto it from a retry, and the target may have
+    been fetched already), unless the user asked for ``dont_filter`` themselves."""
+    if not request.dont_filter:
+        return True
+    return "redirect_urls" in request.meta and not request.meta.get(USER_DONT_FILTER)
 
 
 def _product_token(user_agent: str | None) -> str:

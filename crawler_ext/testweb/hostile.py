@@ -18,6 +18,13 @@ Hosts (each with a home page ``/`` linking its pages):
 * ``crawldelay``: robots.txt says ``Crawl-delay: 86400``.
 * ``cookies``: pages set cookies for their registrable domain.
 * ``normal``: five ordinary pages.
+* every host: ``/go/<path>`` redirects to ``/<path>``.
+* ``hazards``: ``/h/<name>`` for each of ``HAZARDS`` (gzip bomb, huge body, lying
+  Content-Length, slow body, no answer, reset mid-body, invalid status line, 5,000 headers,
+  a 1 MB header line, a redirect loop, a 30-hop chain, 10,000 cookies, 50,000 links,
+  100,000-deep nesting, invalid UTF-8, a lying charset), beside five ordinary pages.
+* ``robots5mb``, ``robotsbinary``, ``robotshtml``, ``robotsslow``: a robots.txt of 5 MB, of
+  binary garbage, an HTML page, and one that never answers; five ordinary pages each.
 """
 
 from __future__ import annotations
@@ -31,7 +38,11 @@ import time
 from email.utils import formatdate
 from typing import IO, Any
 
-__all__ = ["FORBIDDEN_ADDRESS", "forbidden_forms", "main"]
+__all__ = ["FORBIDDEN_ADDRESS", "HAZARDS", "forbidden_forms", "main"]
+
+HAZARDS = ("gzip-bomb", "huge", "lying-length", "slow-body", "no-answer", "reset",
+           "bad-status", "many-headers", "huge-header", "loop", "chain", "cookies", "links",
+           "deep", "bad-utf8", "lying-charset")
 
 FORBIDDEN_ADDRESS = "127.0.0.3"
 
@@ -73,12 +84,45 @@ def respond(host: str, path: str, forbidden_port: int) -> tuple[int, dict[str, s
     if kind == "retrydate" and path != "/":
         return 503, {"Retry-After": formatdate(time.time() + 7 * 86400, usegmt=True), **html}, \
             b"come back next week"
+    if kind == "hazards" and path.startswith("/h/loop"):
+        return 302, {"Location": "/h/loop"}, b""
+    if kind == "hazards" and path.startswith("/h/chain"):
+        n = int(path[len("/h/chain"):] or 0)
+        if n < 30:
+            return 302, {"Location": f"/h/chain{n + 1}"}, b""
+        return 200, html, _page(pages, "end of chain")
+    if kind == "hazards" and path == "/h/links":
+        return 200, html, _page([f"/l/{i}" for i in range(50_000)], "fifty thousand links")
+    if kind == "hazards" and path == "/h/deep":
+        return 200, html, b"<html><body>" + b"<div>" * 100_000 + b"deep" + \
+            b"</div>" * 100_000 + b"</body></html>"
+    if kind == "hazards" and path == "/h/bad-utf8":
+        return 200, html, b"<html><body><p>bad \xff\xfe\xc3\x28 bytes " + b"\x80" * 1000 + \
+            b'</p><a href="/ok/0">ok</a></body></html>'
+    if kind == "hazards" and path == "/h/lying-charset":
+        return 200, {"Content-Type": "text/html; charset=iso-2022-jp"}, \
+            "<html><body><p>caf\u00e9 \u2603 na\u00efve</p></body></html>".encode()
+    if kind == "hazards" and path == "/h/cookies":
+        return 200, {"Set-Cookie": [f"c{i}=v{i}; Path=/" for i in range(10_000)], **html}, \
+            _page(pages, "ten thousand cookies")
+    if kind == "hazards" and path == "/h/many-headers":
+        return 200, {**{f"X-H{i}": "v" for i in range(5_000)}, **html}, _page(pages, "headers")
+    if path.startswith("/go/"):  # a plain redirect to the path after /go
+        return 302, {"Location": path[len("/go"):]}, b""
     if kind == "redirects" and path.startswith("/to/"):
         form = path[len("/to/"):]
         if form in forms:
             return 302, {"Location": f"http://{forms[form]}/secret"}, b""
+    if kind == "robots5mb" and path == "/robots.txt":
+        return 200, {"Content-Type": "text/plain"}, \
+            b"User-agent: *\nDisallow: /private/\n" + b"# filler\n" * (5 * 1024 * 1024 // 9)
+    if kind == "robotsbinary" and path == "/robots.txt":
+        return 200, {"Content-Type": "text/plain"}, bytes(range(256)) * 4096
+    if kind == "robotshtml" and path == "/robots.txt":
+        return 200, {"Content-Type": "text/html"}, _page(pages, "this is not a robots.txt")
     if path == "/":
-        links = pages + ([f"/to/{form}" for form in forms] if kind == "redirects" else [])
+        links = pages + ([f"/to/{form}" for form in forms] if kind == "redirects" else []) + \
+            ([f"/h/{name}" for name in HAZARDS] if kind == "hazards" else [])
         headers = dict(html)
         return 200, headers, _page(links, f"{kind} home page")
     if path in pages:
@@ -89,6 +133,76 @@ def respond(host: str, path: str, forbidden_port: int) -> tuple[int, dict[str, s
                          for j in range(40))  # a text of its own: no page duplicates another
         return 200, headers, _page(pages, f"{kind} page {path}: {words}")
     return 404, html, b"<html><body>not found</body></html>"
+
+
+_BOMB: list[bytes] = []
+
+
+def _transport_hazard(host: str, path: str, request: Any, logged: Any) -> Any:
+    """Hazards that need the connection itself: NOT_DONE_YET, or None for a plain answer."""
+    from twisted.internet import reactor
+    from twisted.web.server import NOT_DONE_YET
+
+    kind = host.split(".")[0]
+    if kind == "robotsslow" and path == "/robots.txt" or \
+            kind == "hazards" and path == "/h/no-answer":
+        logged(0, 0)
+        return NOT_DONE_YET  # accepted, never answered
+    if kind != "hazards" or not path.startswith("/h/"):
+        return None
+    name = path[len("/h/"):]
+    raw = request.channel.transport
+    if name == "gzip-bomb":
+        if not _BOMB:
+            import gzip
+            _BOMB.append(gzip.compress(b"\0" * (100 * 1024 * 1024), compresslevel=9))
+        request.setHeader("Content-Type", "text/html")
+        request.setHeader("Content-Encoding", "gzip")
+        logged(200, len(_BOMB[0]))
+        return _BOMB[0]
+    if name == "huge":
+        request.setHeader("Content-Type", "text/html")
+        logged(200, 50 * 1024 * 1024)
+        return b"<html><body>" + b"x" * (50 * 1024 * 1024) + b"</body></html>"
+    if name == "lying-length":
+        raw.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n"
+                  b"\r\n<html><body>short</body></html>")
+        raw.loseConnection()
+        logged(200, 30)
+        return NOT_DONE_YET
+    if name == "slow-body":
+        raw.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n")
+        ticks = [0]
+
+        def dribble() -> None:
+            if ticks[0] >= 60 or not raw.connected:
+                raw.loseConnection()
+                return
+            ticks[0] += 1
+            raw.write(b"x")
+            reactor.callLater(1.0, dribble)
+
+        dribble()
+        logged(200, 0)
+        return NOT_DONE_YET
+    if name == "reset":
+        raw.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n"
+                  b"\r\n<html><body>" + b"y" * 5000)
+        raw.abortConnection()
+        logged(200, 5000)
+        return NOT_DONE_YET
+    if name == "bad-status":
+        raw.write(b"HTTP/1.1 99999999 \x00\xff garbage\r\nContent-Length: 2\r\n\r\nok")
+        raw.loseConnection()
+        logged(0, 2)
+        return NOT_DONE_YET
+    if name == "huge-header":
+        raw.write(b"HTTP/1.1 200 OK\r\nX-Huge: " + b"h" * (1024 * 1024) +
+                  b"\r\nContent-Length: 2\r\n\r\nok")
+        raw.loseConnection()
+        logged(200, 2)
+        return NOT_DONE_YET
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,19 +235,30 @@ def main(argv: list[str] | None = None) -> int:
     class Hostile(Resource):
         isLeaf = True
 
-        def render(self, request: Any) -> bytes:
+        def render(self, request: Any) -> Any:
             start = time.time()
             host = (request.getHeader("host") or "").split(":")[0].lower()
             path = request.uri.decode("latin-1")
+
+            def logged(status: int, size: int) -> None:
+                log.write(json.dumps({"host": host, "path": path, "start": round(start, 6),
+                                      "end": round(time.time(), 6),
+                                      "client": request.getClientAddress().host,
+                                      "status": status, "bytes": size}) + "\n")
+                log.flush()
+
+            special = _transport_hazard(host, path, request, logged)
+            if special is not None:
+                return special
             status, headers, body = respond(host, path, forbidden_port)
             request.setResponseCode(status)
             for name, value in headers.items():
-                request.setHeader(name, value)
-            log.write(json.dumps({"host": host, "path": path, "start": round(start, 6),
-                                  "end": round(time.time(), 6),
-                                  "client": request.getClientAddress().host, "status": status,
-                                  "bytes": len(body)}) + "\n")
-            log.flush()
+                if isinstance(value, list):
+                    for item in value:
+                        request.responseHeaders.addRawHeader(name, item)
+                else:
+                    request.setHeader(name, value)
+            logged(status, len(body))
             return body
 
     site = Site(Hostile())

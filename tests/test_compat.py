@@ -1,0 +1,62 @@
+"""Scrapy compatibility probes (pure logic and imports): what a Scrapy user expects keeps
+working with the pack switched on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from scrapy import Request
+
+from crawler_ext.frontier.codec import decode_request, encode_request
+from crawler_ext.frontier.scheduler import USER_DONT_FILTER, _checks_seen
+
+
+def test_user_meta_survives_the_frontier_codec() -> None:
+    request = Request("http://e.com/a", meta={"download_slot": "my-slot", "download_timeout": 7,
+                                              "download_latency": 0.2, "mine": [1, 2]})
+    meta = decode_request(encode_request(request, None), None).meta
+    assert meta == {"download_slot": "my-slot", "download_timeout": 7, "mine": [1, 2]}
+    # the slot Scrapy sets itself (the host name) is not stored: a link stays compact
+    plain = Request("http://e.com/b", meta={"download_slot": "e.com"})
+    assert encode_request(plain, None).startswith(b"U")
+
+
+def test_a_users_dont_filter_is_honoured_for_its_redirects_a_retrys_is_not() -> None:
+    assert _checks_seen(Request("http://e.com/"))
+    assert not _checks_seen(Request("http://e.com/", dont_filter=True))
+    # a redirect of a retried request: Scrapy copied the retry's dont_filter onto it
+    retried = Request("http://e.com/t", dont_filter=True, meta={"redirect_urls": ["http://e.com/"],
+                                                                "retry_times": 1})
+    assert _checks_seen(retried)
+    # a redirect of the user's own dont_filter request (flagged when it was scheduled)
+    user = Request("http://e.com/t", dont_filter=True,
+                   meta={"redirect_urls": ["http://e.com/"], USER_DONT_FILTER: True})
+    assert not _checks_seen(user)
+
+
+def test_importing_the_pack_does_not_install_a_reactor() -> None:
+    # Scrapy's reactorless mode (TWISTED_REACTOR_ENABLED=False) forbids it
+    code = ("import sys\n"
+            "import crawler_ext.frontier, crawler_ext.frontier.scheduler, crawler_ext.netguard\n"
+            "import crawler_ext.middlewares, crawler_ext.dupefilter, crawler_ext.pipelines\n"
+            "import crawler_ext.dns, crawler_ext.hosts, crawler_ext.statsfile\n"
+            "assert 'twisted.internet.reactor' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_requests_with_bodies_are_judged_by_scrapys_fingerprinter() -> None:
+    from scrapy.utils.test import get_crawler
+
+    from crawler_ext.frontier.scheduler import FrontierScheduler
+
+    crawler = get_crawler(settings_dict={"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8"})
+    scheduler = FrontierScheduler.from_crawler(crawler)
+    one = Request("http://e.com/api", method="POST", body=b"a=1")
+    two = Request("http://e.com/api", method="POST", body=b"a=2")
+    fps = {scheduler._request_fp(r, r.url) for r in (one, two, one.replace())}
+    assert len(fps) == 2
+    # the host's bits are the URL's, so one host's requests still sort together
+    from crawler_ext.urls import REST_BITS, fingerprint
+
+    assert {fp >> REST_BITS for fp in fps} == {fingerprint("http://e.com/api") >> REST_BITS}
