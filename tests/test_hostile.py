@@ -180,6 +180,8 @@ def test_hostile_servers_do_not_stop_the_crawl_or_cost_other_pages(hostile, tmp_
 
 
 SPIDER = '''
+import threading
+
 import scrapy
 
 class CompatSpider(scrapy.Spider):
@@ -191,6 +193,9 @@ class CompatSpider(scrapy.Spider):
         yield scrapy.Request("data:,hello%20world", callback=self.got)
         yield scrapy.Request("file:///etc/hostname", callback=self.got, errback=self.failed)
         yield scrapy.Request(self.base + "/ok/0", callback=self.got)
+        # a callback that is not a spider method, and meta that cannot be pickled
+        yield scrapy.Request(self.base + "/ok/1", callback=lambda r: [{"lambda": r.url}],
+                             meta={"lock": threading.Lock()})
 
     def got(self, response):
         yield {"url": response.url, "body": response.text[:40]}
@@ -203,7 +208,9 @@ class CompatSpider(scrapy.Spider):
 '''
 
 
-def test_schemes_and_a_users_dont_filter_through_a_redirect(hostile, tmp_path: Path) -> None:
+@pytest.mark.parametrize("durable", [False, True])
+def test_schemes_callbacks_and_a_users_dont_filter(hostile, tmp_path: Path,
+                                                     durable: bool) -> None:
     from conftest import ROOT
 
     spider = tmp_path / "compat_spider.py"
@@ -213,11 +220,16 @@ def test_schemes_and_a_users_dont_filter_through_a_redirect(hostile, tmp_path: P
            "-s", f"CRAWLER_EXT_HOSTS={HOSTS}", "-s", "CRAWLER_EXT_ALLOWED_NETWORKS=127.0.0.1/32",
            "-s", "CRAWLER_EXT_POLITENESS_MIN_DELAY=0.05",
            "-s", f"CRAWLER_EXT_WARC_DIR={tmp_path / 'warcs'}"]
+    if durable:
+        cmd += ["-s", f"JOBDIR={tmp_path / 'job'}"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     items = [json.loads(x) for x in out.read_text().splitlines()]
     assert {"url": "data:,hello%20world", "body": "hello world"} in items
     assert {"error": "NotSupported", "url": "file:///etc/hostname"} in items
     assert "CRAWLER_EXT_ALLOWED_SCHEMES" in proc.stderr
+    assert {"lambda": hostile.url("normal", "/ok/1")} in items, proc.stderr[-4000:]
+    if durable:  # the durable frontier cannot pickle it: kept in memory, said once
+        assert "kept in memory for this run" in proc.stderr
     fetches = [e for e in read_log(hostile.log_path) if e.path == "/ok/0"]
     assert len(fetches) == 2  # the redirect of a dont_filter request is not filtered

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-__all__ = ["CHAIN", "encode_request", "decode_request", "entry_url"]
+__all__ = ["CHAIN", "encode_request", "decode_request", "entry_url", "is_plain"]
 
 #: meta key of a URL's pattern-chain length (admission), kept with it in the frontier so that
 #: the worker that fetches it -- after a restart, or another worker -- continues the chain
@@ -41,7 +41,8 @@ def _stored_meta(request: Request) -> dict[str, Any]:
     return meta
 
 
-def _is_plain(request: Request, spider: Any) -> bool:
+def is_plain(request: Request, spider: Any) -> bool:
+    """A link as a spider yields it: stored in the compact form."""
     if request.method != "GET" or request.body or request.cookies:
         return False
     if request.headers and (set(request.headers) != {b"Referer"}
@@ -57,7 +58,7 @@ def _is_plain(request: Request, spider: Any) -> bool:
 
 
 def encode_request(request: Request, spider: Any) -> bytes:
-    if _is_plain(request, spider):
+    if is_plain(request, spider):
         depth = int(request.meta.get("depth", 0))
         chain = int(request.meta.get(CHAIN, 0))
         head = b"%d.%d" % (depth, chain) if chain else b"%d" % depth

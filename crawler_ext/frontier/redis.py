@@ -410,6 +410,8 @@ class RedisFrontier:
     def active_keys(self) -> int:
         return len(self._states)
 
+    durable = True  # shared between workers: requests travel serialised
+
     # the store part of the interface, for the scheduler's lifecycle calls
     @property
     def store(self) -> RedisFrontier:

@@ -34,7 +34,13 @@ from crawler_ext.dupefilter import MAYBE
 from crawler_ext.netguard import NetworkGuard, use_bundled_public_suffix_list
 from crawler_ext.redisbloom import RedisBloom
 from crawler_ext.blocklist import Blocklist
-from crawler_ext.frontier.codec import CHAIN, decode_request, encode_request, entry_url
+from crawler_ext.frontier.codec import (
+    CHAIN,
+    decode_request,
+    encode_request,
+    entry_url,
+    is_plain,
+)
 from crawler_ext.frontier.core import DROP, Frontier
 from crawler_ext.frontier.lag import LagProbe, ServerLatency
 from crawler_ext.frontier.politeness import (
@@ -137,6 +143,11 @@ class FrontierScheduler(BaseScheduler):
         # b"H<token>" entries (the Request, with its redirect history, stays here)
         self._robots_hops: dict[int, Request] = {}
         self._hop_tokens = 0
+        # requests kept as objects (b"M<token>" entries): every non-plain request in the
+        # memory frontier, and those a durable one cannot serialise
+        self._live: dict[int, Request] = {}
+        self._live_tokens = 0
+        self._unserialisable_logged = False
         self._parked_logged = 0
         self._robots_failure_logged = False
         self.key_by_ip = key_by_ip
@@ -314,7 +325,13 @@ class FrontierScheduler(BaseScheduler):
                 self._robots_hops.pop(int(entry.data[1:]), None)
                 return DROP
             return entry
-        url = entry_url(entry.data)
+        if entry.data[:1] == b"M":
+            live = self._live.get(int(entry.data[1:]))
+            if live is None:  # kept in memory by a run that ended: lost with it
+                return DROP
+            url = live.url
+        else:
+            url = entry_url(entry.data)
         if self.blocklist.blocked(url):
             self._inc("frontier/blocked")
             return DROP
@@ -456,11 +473,37 @@ class FrontierScheduler(BaseScheduler):
                 key = f"{scheme}:"
         band = self.scorer.band(self.scorer.score(key, int(request.meta.get("depth", 0)), 1),
                                 request.priority)
-        self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)],
+        self.frontier.add([Entry(key, band, self._encode(request), fp)],
                           check_seen=not request.dont_filter)
         self._inc("frontier/enqueued")
         self._inc(f"frontier/enqueued/band_{band}")
         return True
+
+    def _encode(self, request: Request) -> bytes:
+        """A request as the frontier stores it: the compact form for a plain link; else, in
+        the memory frontier, the Request object itself (no pickling: any callback, any
+        meta); in a durable one its pickle, or the object if it cannot be pickled (logged
+        once, counted in frontier/kept_in_memory: lost if the process dies)."""
+        if is_plain(request, self.spider):
+            return encode_request(request, self.spider)
+        if self.frontier.store.durable:
+            try:
+                return encode_request(request, self.spider)
+            except Exception as exc:  # noqa: BLE001 - to_dict/pickle raise many types
+                self._inc("frontier/kept_in_memory")
+                if not self._unserialisable_logged:
+                    self._unserialisable_logged = True
+                    logger.warning("Frontier: %s cannot be serialised (%s); it is kept in "
+                                   "memory for this run only (further ones are counted in "
+                                   "frontier/kept_in_memory)", request, exc)
+        self._live_tokens += 1
+        self._live[self._live_tokens] = request
+        return b"M%d" % self._live_tokens
+
+    def _decode(self, data: bytes) -> Request:
+        if data[:1] == b"M":
+            return self._live[int(data[1:])]
+        return decode_request(data, self.spider)
 
     def _request_fp(self, request: Request, canonical: str) -> int:
         """A request with a body or another method than GET/HEAD is judged by Scrapy's
@@ -497,8 +540,7 @@ class FrontierScheduler(BaseScheduler):
             band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
             self._inc("frontier/demoted")
         checked = _checks_seen(request)
-        self.frontier.add([Entry(key, band, encode_request(request, self.spider), fp)],
-                          check_seen=checked)
+        self.frontier.add([Entry(key, band, self._encode(request), fp)], check_seen=checked)
         self._inc("frontier/enqueued")
         self._inc(f"frontier/enqueued/band_{band}")
 
@@ -581,7 +623,7 @@ class FrontierScheduler(BaseScheduler):
         elif entry.data[:1] == b"H":
             request = self._robots_hops.pop(int(entry.data[1:]))
         else:
-            request = decode_request(entry.data, self.spider)
+            request = self._decode(entry.data)
             chain = request.meta.get(CHAIN)
             if chain:
                 self.admission.restore_chain(request.url, chain)
@@ -763,6 +805,8 @@ class FrontierScheduler(BaseScheduler):
                 self._arm_wake(self.frontier.next_ready_time(), now)
             done.append(info.entry.id)
             del self._inflight[request]
+            if info.entry.data[:1] == b"M":
+                self._live.pop(int(info.entry.data[1:]), None)
         if done:
             self.frontier.complete(done)
 

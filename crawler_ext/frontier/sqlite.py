@@ -21,6 +21,8 @@ from crawler_ext.int64 import to_unsigned as _unsigned
 __all__ = ["SqliteStore"]
 
 class SqliteStore(MemoryStore):
+    durable = True
+
     def __init__(self, path: str | Path, bands: int) -> None:
         super().__init__(bands)
         self.path = Path(path)

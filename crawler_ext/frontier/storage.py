@@ -51,6 +51,9 @@ class HostState:
 class FrontierStore(Protocol):
     """What the frontier needs from a backend.  All methods are non-blocking."""
 
+    #: whether entries outlive the process (then requests must be serialisable)
+    durable: bool
+
     def open(self) -> None: ...
     def close(self) -> None: ...
     def flush(self) -> None: ...
@@ -83,6 +86,8 @@ class FrontierStore(Protocol):
 
 class MemoryStore:
     """Everything in process memory: fast, and lost when the process ends."""
+
+    durable = False
 
     def __init__(self, bands: int) -> None:
         self.bands = bands

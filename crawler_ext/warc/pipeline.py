@@ -25,6 +25,7 @@ from collections import OrderedDict
 from http import HTTPStatus
 from typing import Any
 
+from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from warcio.statusandheaders import StatusAndHeaders
@@ -148,10 +149,16 @@ class WarcPipeline:
             self.stats.inc_value(f"warc/records/{kind}")
 
     def process_item(self, item: Any, spider: Any = None) -> Any:
-        url = item.get("final_url") or item.get("url")
-        data = {k: item.get(k) for k in ("url", "final_url", "status", "depth", "fetch_time",
-                                         "fetched_at", "links", "canonical", "noindex")}
-        data["dedup"] = item.get("dedup")
+        try:
+            fields = ItemAdapter(item)
+        except TypeError:  # not an item type itemadapter knows: nothing to describe
+            return item
+        url = fields.get("final_url") or fields.get("url")
+        if not isinstance(url, str):  # a user's own item, not a page: the WARC has the fetch
+            return item
+        data = {k: fields.get(k) for k in ("url", "final_url", "status", "depth", "fetch_time",
+                                           "fetched_at", "links", "canonical", "noindex")}
+        data["dedup"] = fields.get("dedup")
         self._metadata(url, data)
         return item
 
