@@ -26,6 +26,12 @@ from resiliparse.parse.html import HTMLTree
 __all__ = ["FingerprintText", "fingerprint_text", "main_text", "normalise", "visible_text"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: Resiliparse's main-content detection takes time quadratic in the DOM's depth (112 s for a
+#: hostile page nested 100,000 deep); deeper pages are judged by their full visible text
+MAX_MAIN_DEPTH = 1000
+_TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]*)")
+_VOID = frozenset({b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input",
+                   b"keygen", b"link", b"meta", b"param", b"source", b"track", b"wbr"})
 
 
 class FingerprintText(NamedTuple):
@@ -57,13 +63,34 @@ def visible_text(html: str | bytes) -> str:
     return normalise(extract_plain_text(_tree(html), alt_texts=False))
 
 
+def too_deep(html: str | bytes, limit: int = MAX_MAIN_DEPTH) -> bool:
+    """Whether the page's tags may nest deeper than ``limit`` (an upper bound: unclosed
+    tags count as open).  Pages with fewer than 2 x limit tags are never scanned."""
+    data = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else html
+    if data.count(b"<") < 2 * limit:
+        return False
+    depth = 0
+    for match in _TAG.finditer(data):
+        if match.group(2).lower() in _VOID:
+            continue
+        if match.group(1):
+            depth = max(0, depth - 1)
+        else:
+            depth += 1
+            if depth > limit:
+                return True
+    return False
+
+
 def fingerprint_text(html: str | bytes, min_words: int = 20) -> FingerprintText:
     """The main text if it has at least ``min_words`` words, else the full visible text if
-    that has, else ``("", "body")``."""
+    that has, else ``("", "body")``.  A page nested deeper than ``MAX_MAIN_DEPTH`` goes
+    straight to its full text (main-content detection would take minutes)."""
     tree = _tree(html)
-    text = normalise(extract_plain_text(tree, main_content=True, alt_texts=False))
-    if text.count(" ") + 1 >= min_words:
-        return FingerprintText(text, "main")
+    if not too_deep(html):
+        text = normalise(extract_plain_text(tree, main_content=True, alt_texts=False))
+        if text.count(" ") + 1 >= min_words:
+            return FingerprintText(text, "main")
     text = normalise(extract_plain_text(tree, alt_texts=False))
     if text.count(" ") + 1 >= min_words:
         return FingerprintText(text, "full")

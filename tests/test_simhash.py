@@ -120,3 +120,18 @@ def test_the_same_url_fetched_again_is_not_its_own_duplicate(tmp_path) -> None:
     again.open()
     assert again.check("http://e.com/a", body).kind == "unique"
     assert again.check("http://e.com/b", body).kind == "exact"
+
+
+def test_a_deeply_nested_page_skips_main_content_detection() -> None:
+    import time
+
+    from crawler_ext.extract import too_deep
+
+    words = " ".join(f"w{i}" for i in range(50))
+    deep = "<html><body>" + "<div>" * 100_000 + words + "</div>" * 100_000 + "</body></html>"
+    started = time.perf_counter()
+    text, basis = fingerprint_text(deep)
+    assert basis == "full" and text.startswith("w0 w1")
+    assert time.perf_counter() - started < 5  # main-content detection took 112 s here
+    assert too_deep(deep) and not too_deep("<div>" * 999 + "</div>" * 999)
+    assert too_deep("<p>x" * 5000)  # unclosed tags count as open: an upper bound, never less

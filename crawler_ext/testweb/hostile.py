@@ -21,8 +21,10 @@ Hosts (each with a home page ``/`` linking its pages):
 * every host: ``/go/<path>`` redirects to ``/<path>``.
 * ``hazards``: ``/h/<name>`` for each of ``HAZARDS`` (gzip bomb, huge body, lying
   Content-Length, slow body, no answer, reset mid-body, invalid status line, 5,000 headers,
-  a 1 MB header line, a redirect loop, a 30-hop chain, 10,000 cookies, 50,000 links,
-  100,000-deep nesting, invalid UTF-8, a lying charset), beside five ordinary pages.
+  a 1 MB header line, a redirect loop, a 30-hop chain, 50,000 links, 100,000-deep nesting,
+  invalid UTF-8, a lying charset), beside five ordinary pages.
+* ``cookiebomb``: ``/h/cookies`` sets 10,000 cookies (the host's later requests then carry
+  them, and the server refuses them: its own doing).
 * ``robots5mb``, ``robotsbinary``, ``robotshtml``, ``robotsslow``: a robots.txt of 5 MB, of
   binary garbage, an HTML page, and one that never answers; five ordinary pages each.
 """
@@ -41,8 +43,8 @@ from typing import IO, Any
 __all__ = ["FORBIDDEN_ADDRESS", "HAZARDS", "forbidden_forms", "main"]
 
 HAZARDS = ("gzip-bomb", "huge", "lying-length", "slow-body", "no-answer", "reset",
-           "bad-status", "many-headers", "huge-header", "loop", "chain", "cookies", "links",
-           "deep", "bad-utf8", "lying-charset")
+           "bad-status", "many-headers", "huge-header", "loop", "chain", "links", "deep",
+           "bad-utf8", "lying-charset")
 
 FORBIDDEN_ADDRESS = "127.0.0.3"
 
@@ -102,7 +104,7 @@ def respond(host: str, path: str, forbidden_port: int) -> tuple[int, dict[str, s
     if kind == "hazards" and path == "/h/lying-charset":
         return 200, {"Content-Type": "text/html; charset=iso-2022-jp"}, \
             "<html><body><p>caf\u00e9 \u2603 na\u00efve</p></body></html>".encode()
-    if kind == "hazards" and path == "/h/cookies":
+    if kind == "cookiebomb" and path == "/h/cookies":
         return 200, {"Set-Cookie": [f"c{i}=v{i}; Path=/" for i in range(10_000)], **html}, \
             _page(pages, "ten thousand cookies")
     if kind == "hazards" and path == "/h/many-headers":
@@ -122,7 +124,8 @@ def respond(host: str, path: str, forbidden_port: int) -> tuple[int, dict[str, s
         return 200, {"Content-Type": "text/html"}, _page(pages, "this is not a robots.txt")
     if path == "/":
         links = pages + ([f"/to/{form}" for form in forms] if kind == "redirects" else []) + \
-            ([f"/h/{name}" for name in HAZARDS] if kind == "hazards" else [])
+            ([f"/h/{name}" for name in HAZARDS] if kind == "hazards" else []) + \
+            (["/h/cookies"] if kind == "cookiebomb" else [])
         headers = dict(html)
         return 200, headers, _page(links, f"{kind} home page")
     if path in pages:
