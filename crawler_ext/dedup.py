@@ -78,10 +78,12 @@ class ContentIndex:
             self._pending.clear()
 
     def close(self) -> None:
-        self.flush()
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        try:
+            self.flush()
+        finally:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
     def add_remote(self, url: str, ex: int, sh: int) -> None:
         """A unique page another worker fetched (distributed crawl): remember, not share."""

@@ -140,7 +140,9 @@ class BloomDupeFilter:
             logger.info("Seen set: loaded %d URLs from %s", len(self.bloom), self.path)
 
     def close(self, reason: str = "") -> None:
-        if self.path is not None:
+        # a full disk stopped the journal: a snapshot now would run ahead of it (URLs admitted
+        # but never journalled would count as seen on resume, and be lost)
+        if self.path is not None and reason != "disk_full":
             self.snapshot(self.mark)
         if self.exact is not None:
             self.exact.close()

@@ -15,6 +15,7 @@ frontier) the index is shared between the workers through a log in Redis.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import struct
 import uuid
 from collections import Counter
@@ -29,6 +30,7 @@ from scrapy.utils.job import job_dir
 
 from crawler_ext import config
 from crawler_ext.dedup import ContentIndex
+from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.distributed import crawl_prefix, redis_from_settings
 from crawler_ext.sharedlog import SharedLog
 from crawler_ext.signals import content_checked, content_duplicate, frontier_commit
@@ -64,7 +66,7 @@ class ContentDedupMiddleware:
             mw.share(redis_from_settings(s), crawl_prefix(s, crawler.spidercls.name))
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(index.flush, signal=frontier_commit)
+        crawler.signals.connect(mw.flush, signal=frontier_commit)
         return mw
 
     def share(self, redis: Any, prefix: str) -> None:
@@ -86,10 +88,22 @@ class ContentDedupMiddleware:
         if self._shared is not None:
             self._shared.start()
 
+    def flush(self, **_: Any) -> None:
+        """Before the frontier commits its journal: the content index of what it calls done."""
+        self._stored(self.index.flush)
+
+    def _stored(self, write: Any) -> None:
+        try:
+            write()
+        except (OSError, sqlite3.Error) as exc:
+            if not is_disk_full(exc):
+                raise
+            report_disk_full(self.crawler, "jobdir", self.index.path, exc)
+
     def spider_closed(self, spider: Any = None) -> None:
         if self._shared is not None:
             self._shared.stop()
-        self.index.close()
+        self._stored(self.index.close)
         if self.stats is None:
             return
         rates = sorted(((self._hosts_dup[h] / n, h) for h, n in self._hosts_fetched.items()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["content_checked", "content_duplicate", "frontier_commit", "sitemaps_found"]
+__all__ = ["content_checked", "content_duplicate", "frontier_commit", "sitemaps_found",
+           "storage_failed"]
 
 #: A fetched page duplicates an earlier one.  Arguments: ``url``, ``original`` (URL),
 #: ``kind`` ("exact" or "near"), ``distance`` (SimHash bits).  The frontier scheduler learns
@@ -21,3 +22,7 @@ sitemaps_found = object()
 #: that write what those requests produced (WARC records, the content index) flush it now, so
 #: that after a kill -9 nothing the journal calls done is missing from their files.
 frontier_commit = object()
+
+#: A disk the crawl writes to is full (``where``: ``warc`` or ``jobdir``).  The frontier stops
+#: committing its journal, so nothing not stored is called done; the crawl is being closed.
+storage_failed = object()

@@ -443,8 +443,9 @@ class RedisFrontier:
         d = threads.deferToThread(self._exchange, ops, take, counts)
         d.addCallbacks(self._exchanged, self._exchange_failed, errbackArgs=(ops,))
 
-    def close(self) -> None:
-        """Give back what this worker holds but has not fetched, and send the last changes."""
+    def close(self, commit: bool = True) -> None:
+        """Give back what this worker holds but has not fetched, and send the last changes
+        (leases of entries whose processing did not finish expire, whatever ``commit``)."""
         self._closed = True
         held: dict[str, list[int]] = {}
         for entry_id, key in self._held.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import sqlite3
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
@@ -55,11 +56,13 @@ from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
 from crawler_ext.robots import Decision, RobotsCache, origin_of
 from crawler_ext.sharedlog import SharedLog
+from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.signals import (
     content_checked,
     content_duplicate,
     frontier_commit,
     sitemaps_found,
+    storage_failed,
 )
 from crawler_ext.urls import REST_BITS, fingerprint, host_of
 
@@ -149,6 +152,7 @@ class FrontierScheduler(BaseScheduler):
         self._live_tokens = 0
         self._unserialisable_logged = False
         self._parked_logged = 0
+        self._frozen = False  # a disk filled up: the journal commits nothing more
         self._robots_failure_logged = False
         self.key_by_ip = key_by_ip
         self._ip_keys: dict[str, str] = {}  # host -> "ip:ADDRESS" (or the host if unresolvable)
@@ -241,6 +245,7 @@ class FrontierScheduler(BaseScheduler):
             sig = self.crawler.signals
             sig.connect(self._on_duplicate, signal=content_duplicate)
             sig.connect(self._on_checked, signal=content_checked)
+            sig.connect(self._on_storage_failed, signal=storage_failed)
             sig.connect(self._on_downloaded, signal=signals.response_downloaded)
             sig.connect(self._on_left, signal=signals.request_left_downloader)
             if isinstance(self.frontier, RedisFrontier) and self.frontier.wait_for_seeds:
@@ -265,13 +270,19 @@ class FrontierScheduler(BaseScheduler):
         if self._wake_call is not None:
             self._wake_call.cancel()
             self._wake_call = self._wake_due = None
-        self._confirm_unconfirmed()
-        self._reap(final=reason == "finished")
-        self.frontier.store.close()
-        if hasattr(self.df, "flush"):
-            self.df.flush()
-        if hasattr(self.df, "mark"):
-            self.df.mark = self.frontier.store.admitted_mark()
+        if self._frozen:  # nothing more is called done: what was not stored is fetched again
+            self.frontier.store.close(commit=False)
+        else:
+            self._confirm_unconfirmed()
+            self._reap(final=reason == "finished")
+            try:
+                self.frontier.store.close()
+                if hasattr(self.df, "flush"):
+                    self.df.flush()
+            except (OSError, sqlite3.Error) as exc:
+                self._storage_error(exc)
+            if hasattr(self.df, "mark"):
+                self.df.mark = self.frontier.store.admitted_mark()
         if self.stats is not None:
             self.stats.set_value("frontier/pending", self.frontier.pending())
             parked = self.frontier.parked_pending(time.time())
@@ -284,7 +295,7 @@ class FrontierScheduler(BaseScheduler):
                                 sorted(self.frontier.parked)[:20]))
             if isinstance(self.frontier, RedisFrontier):
                 self.frontier.publish_stats(self.stats.get_stats())
-        return self.df.close(reason)
+        return self.df.close("disk_full" if self._frozen else reason)
 
     def _start_loop(self, func: Any, interval: float, now: bool = True) -> None:
         loop = create_looping_call(func)
@@ -787,6 +798,8 @@ class FrontierScheduler(BaseScheduler):
     def _reap(self, final: bool = False) -> None:
         """Complete requests whose responses the engine has finished processing (their links
         are admitted by then), so a durable store forgets them only after that."""
+        if self._frozen:
+            return
         if self._awaiting_dns and not final:
             return  # links waiting for DNS are not journalled yet: complete nothing now
         slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
@@ -811,20 +824,43 @@ class FrontierScheduler(BaseScheduler):
             self.frontier.complete(done)
 
     def _flush(self) -> None:
+        if self._frozen:
+            return
         self.blocklist.refresh()
         self._confirm_unconfirmed()
         self._reap()
         if self.crawler is not None:
             self.crawler.signals.send_catch_log(frontier_commit)
-        self.frontier.store.flush()
-        if hasattr(self.df, "flush"):
-            self.df.flush()  # after the journal: the seen set never runs ahead of it
+        if self._frozen:  # what the journal would call done was not all stored
+            return
+        try:
+            self.frontier.store.flush()
+            if hasattr(self.df, "flush"):
+                self.df.flush()  # after the journal: the seen set never runs ahead of it
+        except (OSError, sqlite3.Error) as exc:
+            self._storage_error(exc)
 
     def _snapshot(self) -> None:
         """Snapshot the seen set right after a journal commit, in the same reactor turn, so the
         snapshot holds exactly the admissions up to the journal position it records."""
-        self.frontier.store.flush()
-        self.df.snapshot(self.frontier.store.admitted_mark())
+        if self._frozen:
+            return
+        try:
+            self.frontier.store.flush()
+            self.df.snapshot(self.frontier.store.admitted_mark())
+        except (OSError, sqlite3.Error) as exc:
+            self._storage_error(exc)
+
+    def _storage_error(self, exc: BaseException) -> None:
+        """The journal or the seen set could not be written: a full disk stops the crawl."""
+        if not is_disk_full(exc):
+            raise exc
+        self._frozen = True
+        report_disk_full(self.crawler, "jobdir", job_dir(self.crawler.settings)
+                         if self.crawler is not None else None, exc)
+
+    def _on_storage_failed(self, where: str = "", **_: Any) -> None:
+        self._frozen = True
 
     def _log_progress(self) -> None:
         dispatched = self.stats.get_value("frontier/dispatched", 0) if self.stats else 0

@@ -61,11 +61,16 @@ class SqliteStore(MemoryStore):
         MemoryStore.front_push(self, entries)
         return entries
 
-    def close(self) -> None:
+    def close(self, commit: bool = True) -> None:
+        """Commit what is pending (unless ``commit`` is False: a disk filled up, and what is
+        pending is dropped, so the journal calls nothing done that was not stored)."""
         if self._db is not None:
-            self.flush()
-            self._db.close()
-            self._db = None
+            try:
+                if commit:
+                    self.flush()
+            finally:
+                self._db.close()
+                self._db = None
 
     def flush(self) -> None:
         if self._db is None or not (self._inserts or self._deletes or self._bands

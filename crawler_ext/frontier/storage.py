@@ -55,7 +55,7 @@ class FrontierStore(Protocol):
     durable: bool
 
     def open(self) -> None: ...
-    def close(self) -> None: ...
+    def close(self, commit: bool = True) -> None: ...
     def flush(self) -> None: ...
     def recover(self) -> list[Entry]: ...
 
@@ -106,7 +106,7 @@ class MemoryStore:
     def open(self) -> None:
         pass
 
-    def close(self) -> None:
+    def close(self, commit: bool = True) -> None:
         pass
 
     def flush(self) -> None:

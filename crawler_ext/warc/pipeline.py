@@ -31,6 +31,7 @@ from scrapy.exceptions import NotConfigured
 from warcio.statusandheaders import StatusAndHeaders
 
 from crawler_ext import config
+from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.directives import raw_noindex
 from crawler_ext.signals import content_duplicate, frontier_commit
 from crawler_ext.warc.cdxj import metadata_uri
@@ -55,9 +56,10 @@ def _status_line(status: int) -> str:
 
 class WarcPipeline:
     def __init__(self, writer: WarcFileWriter, stats: Any = None,
-                 store_noindex: bool = True) -> None:
+                 store_noindex: bool = True, crawler: Any = None) -> None:
         self.writer = writer
         self.stats = stats
+        self.crawler = crawler
         self.store_noindex = store_noindex
         self._first_capture: dict[str, tuple[str, str]] = {}  # payload digest -> (uri, date)
         self._captures: OrderedDict[str, str] = OrderedDict()  # url -> response record id
@@ -74,10 +76,11 @@ class WarcPipeline:
             info={"robots": "obey" if s.getbool("ROBOTSTXT_OBEY") else "ignore",
                   "http-header-user-agent": s.get("USER_AGENT") or "",
                   "isPartOf": crawler.spidercls.name})
-        pipeline = cls(writer, crawler.stats, config.get(s, "CRAWLER_EXT_NOINDEX_STORE"))
+        pipeline = cls(writer, crawler.stats, config.get(s, "CRAWLER_EXT_NOINDEX_STORE"),
+                       crawler)
         crawler.signals.connect(pipeline.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(pipeline.duplicate, signal=content_duplicate)
-        crawler.signals.connect(writer.flush, signal=frontier_commit)
+        crawler.signals.connect(pipeline.flush, signal=frontier_commit)
         return pipeline
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -85,12 +88,35 @@ class WarcPipeline:
         self.writer.open()
 
     def close_spider(self, spider: Any = None) -> None:
-        self.writer.close()
+        try:
+            self.writer.close()
+        except OSError as exc:
+            self._failed(exc)
         if self.stats is not None:
             self.stats.set_value("warc/files", len(self.writer.files))
             self.stats.set_value("warc/bytes", self.writer.bytes_written)
         logger.info("WARC: %d records, %.1f MB in %d file(s) under %s", self.writer.records,
                     self.writer.bytes_written / 1e6, len(self.writer.files), self.writer.directory)
+
+    def flush(self, **_: Any) -> None:
+        """Before the frontier commits its journal: what it calls done must be on disk."""
+        try:
+            self.writer.flush()
+        except OSError as exc:
+            self._failed(exc)
+
+    def _write(self, record: Any) -> bool:
+        try:
+            self.writer.write(record)
+        except OSError as exc:
+            self._failed(exc)
+            return False
+        return True
+
+    def _failed(self, exc: OSError) -> None:
+        if not is_disk_full(exc):
+            raise exc
+        report_disk_full(self.crawler, "warc", self.writer.directory, exc)
 
     # -- records ---------------------------------------------------------------------------
     def response_downloaded(self, response: Any, request: Any, spider: Any = None) -> None:
@@ -133,7 +159,8 @@ class WarcPipeline:
                                           length=len(body), http_headers=resp_head,
                                           warc_headers_dict=warc_headers)
             kind = "response"
-        self.writer.write(record)
+        if not self._write(record):
+            return
         rec_id = record.rec_headers.get_header("WARC-Record-ID")
         date = record.rec_headers.get_header("WARC-Date")
         if kind == "response" and body:
@@ -141,7 +168,8 @@ class WarcPipeline:
         req_record = b.create_warc_record(uri, "request", http_headers=req_head,
                                           warc_headers_dict={"WARC-Date": date,
                                                              "WARC-Concurrent-To": rec_id})
-        self.writer.write(req_record)
+        if not self._write(req_record):
+            return
         self._captures[uri] = rec_id
         if len(self._captures) > 100_000:
             self._captures.popitem(last=False)
@@ -177,7 +205,8 @@ class WarcPipeline:
         record = b.create_warc_record(metadata_uri(url), "metadata", payload=io.BytesIO(payload),
                                       length=len(payload), warc_content_type="application/json",
                                       warc_headers_dict=headers)
-        self.writer.write(record)
+        if not self._write(record):
+            return
         if self.stats is not None:
             self.stats.inc_value("warc/records/metadata")
 

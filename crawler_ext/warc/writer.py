@@ -141,6 +141,7 @@ class WarcFileWriter:
         self.bytes_written = 0
         self.files: list[Path] = []
         self._last_flush = time.monotonic()
+        self.broken: OSError | None = None  # a failed write (disk full): nothing more goes out
 
     @property
     def builder(self) -> WARCWriter:
@@ -164,7 +165,18 @@ class WarcFileWriter:
         self.write(self._builder.create_warcinfo_record(name, info))
 
     def write(self, record: Any) -> tuple[str, int, int]:
-        """Write one record; return (file name, offset, length)."""
+        """Write one record; return (file name, offset, length).  After a failed write every
+        write raises that error again: the file keeps its ``.open`` name, and the next start
+        cuts the torn record off (``recover``)."""
+        if self.broken is not None:
+            raise self.broken
+        try:
+            return self._write(record)
+        except OSError as exc:
+            self.broken = exc
+            raise
+
+    def _write(self, record: Any) -> tuple[str, int, int]:
         if self._file is None:
             self._new_file()
         if self.record_ids is not None:
@@ -188,10 +200,19 @@ class WarcFileWriter:
         if self._size >= self.max_size:
             self.close_file()
         elif time.monotonic() - self._last_flush > 1.0:
-            self.flush()
+            self._flush()
         return filename, offset, len(data)
 
     def flush(self, **_: Any) -> None:
+        if self.broken is not None:
+            raise self.broken
+        try:
+            self._flush()
+        except OSError as exc:
+            self.broken = exc
+            raise
+
+    def _flush(self) -> None:
         if self._file is not None:
             self._file.flush()
         self._last_flush = time.monotonic()
@@ -199,7 +220,19 @@ class WarcFileWriter:
     def close_file(self) -> None:
         if self._file is None or self._path is None:
             return
-        self._file.close()
+        if self.broken is not None:  # leave it .open: the next start recovers it
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file, self._path, self._index_lines = None, None, []
+            return
+        try:
+            self._file.close()
+        except OSError as exc:
+            self.broken = exc
+            self._file, self._path, self._index_lines = None, None, []
+            raise
         final = self._path.with_suffix("")
         os.replace(self._path, final)
         index = final.with_name(final.name[:-len(".warc.gz")] + ".cdxj")
