@@ -32,6 +32,22 @@ class CrawlResult:
         return self.stats.get(key, default)
 
 
+def archived_uris(warc_dir: Path) -> set[str]:
+    """Run ``warcio check`` on every WARC file of ``warc_dir`` (each must pass); return the
+    target URIs of their response and revisit records."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    uris: set[str] = set()
+    for path in sorted(warc_dir.glob("*.warc.gz")):
+        check = subprocess.run([*WARCIO, "check", "-v", str(path)], capture_output=True,
+                               text=True, check=False)
+        assert check.returncode == 0, check.stdout + check.stderr
+        with open(path, "rb") as fh:
+            uris |= {r.rec_headers.get_header("WARC-Target-URI")
+                     for r in ArchiveIterator(fh) if r.rec_type in ("response", "revisit")}
+    return uris
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:

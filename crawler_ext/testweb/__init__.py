@@ -7,22 +7,20 @@ and the demo; crawls resolve its host names through ``CRAWLER_EXT_HOSTS``.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from crawler_ext.testweb.model import TestWeb
+from crawler_ext.testweb.process import ServerProcess
 from crawler_ext.testweb.requestlog import LogEntry, politeness_violations, read_log
 
 __all__ = ["TestWeb", "TestWebServer", "LogEntry", "read_log", "politeness_violations"]
 
 
-class TestWebServer:
+class TestWebServer(ServerProcess):
     """Start the test web in a subprocess; use as a context manager."""
-
-    __test__ = False
 
     def __init__(self, hosts: int = 50, pages: int = 10, seed: int = 1, hazards: bool = True,
                  latency: float | None = None, workdir: str | Path | None = None,
@@ -37,7 +35,6 @@ class TestWebServer:
         self.seeds_path = self.dir / "seeds.txt"
         self.dns_log_path = self.dir / "dns.jsonl"
         self.dns_port = 0
-        self.proc: subprocess.Popen[str] | None = None
         self.port = 0
 
     def start(self) -> TestWebServer:
@@ -53,30 +50,11 @@ class TestWebServer:
         if self.dns_ttl is not None:
             cmd += ["--dns-port", "0", "--dns-ttl", str(self.dns_ttl),
                     "--dns-log", str(self.dns_log_path)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("READY"):
-            self.stop()
-            raise RuntimeError(f"test web did not start: {line!r}")
-        self.port = int(line.split("port=")[1].split()[0])
-        if " dns=" in line:
-            self.dns_port = int(line.split(" dns=")[1].split()[0])
+        ready = self._launch(cmd)
+        self.port = int(ready["port"])
+        if "dns" in ready:
+            self.dns_port = int(ready["dns"])
         return self
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
-    def __enter__(self) -> TestWebServer:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     def url(self, host: int = 0, path: str = "/") -> str:
         return f"http://h{host:04d}.web.test:{self.port}{path}"

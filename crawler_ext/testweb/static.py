@@ -13,7 +13,6 @@ import ipaddress
 import json
 import mimetypes
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from crawler_ext.testweb.corpus import Site, build_corpus, reachable, resolve_path
+from crawler_ext.testweb.process import ServerProcess
 
 __all__ = ["RealWebServer", "SPHINX_ROBOTS", "main"]
 
@@ -112,10 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-class RealWebServer:
+class RealWebServer(ServerProcess):
     """The corpus served in a subprocess; ``truth()`` gives each site's reachable paths."""
-
-    __test__ = False
 
     def __init__(self, sites: list[Site] | None = None, latency: float = 0.0,
                  workdir: str | Path | None = None) -> None:
@@ -124,38 +122,17 @@ class RealWebServer:
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="realweb-"))
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.dir / "requests.jsonl"
-        self.proc: subprocess.Popen[str] | None = None
         self.port = 0
 
     def start(self) -> RealWebServer:
         spec = {name: {"root": str(s.root), "robots": robots_for(s)}
                 for name, s in self.sites.items()}
         (self.dir / "sites.json").write_text(json.dumps(spec))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "crawler_ext.testweb.static", "--sites",
-             str(self.dir / "sites.json"), "--log", str(self.log_path),
-             "--latency", str(self.latency)], stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("READY"):
-            self.stop()
-            raise RuntimeError(f"static server did not start: {line!r}")
-        self.port = int(line.split("port=")[1].split()[0])
+        ready = self._launch([sys.executable, "-m", "crawler_ext.testweb.static", "--sites",
+                              str(self.dir / "sites.json"), "--log", str(self.log_path),
+                              "--latency", str(self.latency)])
+        self.port = int(ready["port"])
         return self
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
-    def __enter__(self) -> RealWebServer:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     hosts_setting = "*.real.test=127.0.0.1"
 

@@ -1,0 +1,44 @@
+"""A loopback test server in a subprocess: started with its command line, ready when it
+prints ``READY key=value ...``, stopped with SIGTERM (then SIGKILL)."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+__all__ = ["ServerProcess"]
+
+
+class ServerProcess:
+    """Base of the test servers (the test web, the real sites, the hostile web)."""
+
+    __test__ = False
+
+    proc: subprocess.Popen[str] | None = None
+
+    def _launch(self, cmd: list[str]) -> dict[str, str]:
+        """Run ``cmd``; return the fields of its READY line."""
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("READY"):
+            self.stop()
+            raise RuntimeError(f"{cmd[2] if len(cmd) > 2 else cmd} did not start: {line!r}")
+        return dict(field.split("=", 1) for field in line.split()[1:] if "=" in field)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def start(self) -> Any:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
