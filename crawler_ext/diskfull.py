@@ -39,7 +39,10 @@ def report_disk_full(crawler: Any, where: str, path: object, exc: BaseException)
                  "WARC directory" if where == "warc" else "job directory", path, exc)
     crawler.stats.set_value(f"disk_full/{where}", 1)
     crawler.signals.send_catch_log(storage_failed, where=where)
-    engine = getattr(crawler, "engine", None)
+    try:
+        engine = getattr(crawler, "engine", None)
+    except RuntimeError:  # Scrapy 2.19 raises when there is no engine
+        engine = None
     if engine is not None and getattr(engine, "spider", None) is not None:
         from scrapy.utils.defer import deferred_from_coro
 

@@ -60,3 +60,15 @@ def test_requests_with_bodies_are_judged_by_scrapys_fingerprinter() -> None:
     from crawler_ext.urls import REST_BITS, fingerprint
 
     assert {fp >> REST_BITS for fp in fps} == {fingerprint("http://e.com/api") >> REST_BITS}
+
+
+def test_the_scheduler_closes_without_an_engine() -> None:
+    from scrapy.utils.test import get_crawler
+
+    from crawler_ext.frontier.scheduler import FrontierScheduler
+
+    crawler = get_crawler(settings_dict={"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8"})
+    scheduler = FrontierScheduler.from_crawler(crawler)
+    assert scheduler.enqueue_request(Request("http://127.0.0.1/a"))
+    scheduler.close("finished")  # no engine: nothing to ask what is in progress
+    scheduler.close("shutdown")

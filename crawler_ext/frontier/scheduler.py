@@ -790,7 +790,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _wake(self) -> None:
         self._wake_call = self._wake_due = None
-        slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
+        slot = getattr(_engine(self.crawler), "_slot", None)
         if slot is not None and getattr(slot, "nextcall", None) is not None:
             slot.nextcall.schedule()
 
@@ -802,7 +802,7 @@ class FrontierScheduler(BaseScheduler):
             return
         if self._awaiting_dns and not final:
             return  # links waiting for DNS are not journalled yet: complete nothing now
-        slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
+        slot = getattr(_engine(self.crawler), "_slot", None)
         in_progress = getattr(slot, "inprogress", None)
         now = time.time()
         done: list[int] = []
@@ -878,6 +878,14 @@ class FrontierScheduler(BaseScheduler):
 
 
 _LOW_BITS = (1 << REST_BITS) - 1
+
+def _engine(crawler: Any) -> Any:
+    """The crawler's engine, or None (Scrapy 2.19's ``Crawler.engine`` raises without one)."""
+    try:
+        return getattr(crawler, "engine", None)
+    except (AttributeError, RuntimeError):
+        return None
+
 
 #: meta flag of a request the user made with ``dont_filter=True`` (not a retry's copy)
 USER_DONT_FILTER = "crawler_ext_dont_filter"
