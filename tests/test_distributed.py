@@ -234,3 +234,61 @@ def test_workers_share_the_content_index(redis, testweb_factory, tmp_path: Path)
     log = read_log(web.log_path)
     assert not [k for k, v in Counter((e.host, e.path) for e in log if e.status == 200).items()
                 if v > 1 and k[1] != "/robots.txt" and not k[0].startswith(("h0004", "h0009"))]
+
+
+@pytest.mark.slow
+def test_workers_ride_out_a_redis_restart(testweb_factory, tmp_path: Path) -> None:
+    """A Redis of the test's own (append-only file, fsync always) is killed mid-crawl and
+    started again 8 s later: the workers keep their work, say so once, resume, and the
+    crawl finishes with every page, no double fetch beyond expired leases, polite."""
+    from conftest import free_port
+
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
+           "--appendonly", "yes", "--appendfsync", "always", "--save", ""]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    client = redis_lib.Redis.from_url(url)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis_lib.ConnectionError:
+            time.sleep(0.05)
+    web = testweb_factory(hosts=20, pages=10, hazards=False)
+    workers: list[subprocess.Popen] = []
+    try:
+        subprocess.run([sys.executable, "-m", "crawler_ext.distributed", "--redis-url", url,
+                        "push-seeds", str(web.seeds_path)], check=True, capture_output=True,
+                       cwd=ROOT)
+        workers = [_worker(web, tmp_path, n, {"REDIS_URL": url}) for n in range(2)]
+        deadline = time.time() + 60
+        while len(read_log(web.log_path)) < 60 and time.time() < deadline:
+            time.sleep(0.05)
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        down_at = len(read_log(web.log_path))
+        time.sleep(8)
+        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        for n, w in enumerate(workers):
+            assert w.wait(timeout=180) == 0, (tmp_path / f"worker{n}.log").read_text()[-3000:]
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+        server.terminate()
+        server.wait()
+    assert down_at < 200
+    log = read_log(web.log_path)
+    fetched = Counter((e.host, e.path) for e in log)
+    assert len(fetched) == 220  # 200 pages and 20 robots.txt
+    stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(2)]
+    assert all(s["finish_reason"] == "finished" for s in stats)
+    assert all(s.get("frontier/redis/errors", 0) > 0 for s in stats)  # both saw the outage
+    expired = sum(s.get("frontier/redis/leases_expired", 0) for s in stats)
+    assert sum(n - 1 for n in fetched.values()) <= expired
+    assert politeness_violations(log, 0.5) == []
+    for n in range(2):
+        text = (tmp_path / f"worker{n}.log").read_text()
+        assert text.count("Redis frontier: exchange failed") == 1
+        assert "Redis answers again" in text

@@ -329,6 +329,7 @@ class RedisFrontier:
         self._idle = False  # the last exchange took nothing
         self._lock = threading.Lock()
         self._failure_logged = False
+        self._failures = 0  # exchanges failed in a row (Redis down)
         self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...)
 
     # -- the Frontier interface --------------------------------------------------------------
@@ -602,6 +603,11 @@ class RedisFrontier:
         if self._closed:
             return
         now = time.time()
+        if self._failures:
+            logger.info("Redis frontier: Redis answers again after %d failed exchanges; "
+                        "resuming", self._failures)
+            self._failures = 0
+            self._failure_logged = False  # a later outage is logged again
         self._exchanged_at = now
         self._idle = not out["taken"] and not out["seeds"]
         self._stat("frontier/redis/exchanges", 1)
@@ -651,9 +657,10 @@ class RedisFrontier:
                 rid, _, key = member.partition("|")
                 self._done.append((int(rid) * self.shards + shard_of(key, self.shards), key))
         self._stat("frontier/redis/errors", 1)
+        self._failures += 1
         if not self._failure_logged:
             self._failure_logged = True
-            logger.error("Redis frontier: exchange failed: %s (retrying every flush; further "
-                         "failures are counted in frontier/redis/errors)",
-                         failure.getErrorMessage())
+            logger.error("Redis frontier: exchange failed: %s (the worker keeps its work and "
+                         "retries every flush; further failures are counted in "
+                         "frontier/redis/errors)", failure.getErrorMessage())
 
