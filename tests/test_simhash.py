@@ -133,5 +133,5 @@ def test_a_deeply_nested_page_skips_main_content_detection() -> None:
     text, basis = fingerprint_text(deep)
     assert basis == "full" and text.startswith("w0 w1")
     assert time.perf_counter() - started < 5  # main-content detection took 112 s here
-    assert too_deep(deep) and not too_deep("<div>" * 999 + "</div>" * 999)
+    assert too_deep(deep) and not too_deep("<div>" * 1999 + "</div>" * 1999)
     assert too_deep("<p>x" * 5000)  # unclosed tags count as open: an upper bound, never less
