@@ -66,18 +66,23 @@ def test_429_and_503_back_off_and_retry_after_is_honoured(testweb_factory, tmp_p
     assert result.stat("frontier/retry_after_honoured") >= 2
 
 
-def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path) -> None:
-    web = testweb_factory(hosts=20, pages=10, hazards=False)
-    jobdir = tmp_path / "job"
-    warcs = tmp_path / "warcs"
-    settings = base_settings(web, ROBOTSTXT_OBEY=False, JOBDIR=str(jobdir),
+def durable_crawl(web, tmp_path: Path, **extra) -> tuple[dict, list[str]]:
+    """Settings and command line of a durable (sqlite, JOBDIR) crawl from the web's host 0."""
+    settings = base_settings(web, ROBOTSTXT_OBEY=False, JOBDIR=str(tmp_path / "job"),
                              CRAWLER_EXT_FRONTIER_BACKEND="sqlite",
                              CRAWLER_EXT_POLITENESS_MIN_DELAY=0.3,
                              CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL=1,
-                             CRAWLER_EXT_WARC_DIR=str(warcs))
+                             CRAWLER_EXT_WARC_DIR=str(tmp_path / "warcs"), **extra)
     cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={web.url(0)}"]
     for k, v in settings.items():
         cmd += ["-s", f"{k}={v}"]
+    return settings, cmd
+
+
+def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path) -> None:
+    web = testweb_factory(hosts=20, pages=10, hazards=False)
+    warcs = tmp_path / "warcs"
+    settings, cmd = durable_crawl(web, tmp_path)
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     deadline = time.time() + 60
@@ -117,17 +122,8 @@ def test_crash_campaign_twenty_kills_lose_nothing(testweb_factory, tmp_path: Pat
     import random
 
     web = testweb_factory(hosts=30, pages=10, hazards=False)
-    jobdir = tmp_path / "job"
     warcs = tmp_path / "warcs"
-    settings = base_settings(web, ROBOTSTXT_OBEY=False, JOBDIR=str(jobdir),
-                             CRAWLER_EXT_FRONTIER_BACKEND="sqlite",
-                             CRAWLER_EXT_POLITENESS_MIN_DELAY=0.3,
-                             CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL=1,
-                             CRAWLER_EXT_FRONTIER_LOG_INTERVAL=0,
-                             CRAWLER_EXT_WARC_DIR=str(warcs))
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={web.url(0)}"]
-    for k, v in settings.items():
-        cmd += ["-s", f"{k}={v}"]
+    settings, cmd = durable_crawl(web, tmp_path, CRAWLER_EXT_FRONTIER_LOG_INTERVAL=0)
     rng = random.Random(7)
     kills = 0
     refetch_bound = 0
