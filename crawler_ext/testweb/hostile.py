@@ -221,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     from twisted.web.resource import Resource
     from twisted.web.server import Site
 
+    from crawler_ext.testweb.requestlog import write_entry
+
     log: IO[str] = open(args.log, "a", encoding="utf-8")  # noqa: SIM115
     forbidden_log: IO[str] = open(args.forbidden_log, "a", encoding="utf-8")  # noqa: SIM115
 
@@ -244,11 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             path = request.uri.decode("latin-1")
 
             def logged(status: int, size: int) -> None:
-                log.write(json.dumps({"host": host, "path": path, "start": round(start, 6),
-                                      "end": round(time.time(), 6),
-                                      "client": request.getClientAddress().host,
-                                      "status": status, "bytes": size}) + "\n")
-                log.flush()
+                write_entry(log, request, host, path, start, status, size)
 
             special = _transport_hazard(host, path, request, logged)
             if special is not None:

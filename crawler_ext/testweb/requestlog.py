@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
-__all__ = ["LogEntry", "read_log", "politeness_violations"]
+__all__ = ["LogEntry", "read_log", "politeness_violations", "write_entry"]
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,15 @@ class LogEntry:
     client: str
     status: int
     bytes: int
+
+
+def write_entry(log: IO[str], request: Any, host: str, path: str, start: float, status: int,
+                size: int) -> None:
+    """Append one served request (a Twisted web request) to a request log, as it ends."""
+    log.write(json.dumps({"host": host, "path": path, "start": round(start, 6),
+                          "end": round(time.time(), 6), "client": request.getClientAddress().host,
+                          "status": status, "bytes": size}) + "\n")
+    log.flush()
 
 
 def read_log(path: str | Path) -> list[LogEntry]:

@@ -8,7 +8,6 @@ is delayed by its host's latency and then written to the request log as one JSON
 from __future__ import annotations
 
 import ipaddress
-import json
 import time
 from typing import IO, Any
 
@@ -17,6 +16,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Site
 
 from crawler_ext.testweb.model import TestWeb
+from crawler_ext.testweb.requestlog import write_entry
 
 __all__ = ["TestWebResource", "listen"]
 
@@ -47,11 +47,8 @@ class TestWebResource(Resource):
                 request.write(reply.body)
             request.finish()
             if self.log is not None:
-                entry = {"host": host, "path": target, "start": round(start, 6),
-                         "end": round(time.time(), 6), "client": request.getClientAddress().host,
-                         "status": reply.status, "bytes": len(reply.body)}
-                self.log.write(json.dumps(entry) + "\n")
-                self.log.flush()
+                write_entry(self.log, request, host, target, start, reply.status,
+                            len(reply.body))
 
         reactor.callLater(reply.delay, finish)
         return NOT_DONE_YET

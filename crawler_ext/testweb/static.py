@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from crawler_ext.testweb.corpus import Site, build_corpus, reachable, resolve_path
 from crawler_ext.testweb.process import ServerProcess
+from crawler_ext.testweb.requestlog import write_entry
 
 __all__ = ["RealWebServer", "SPHINX_ROBOTS", "main"]
 
@@ -74,11 +75,7 @@ def _resource(sites: dict[str, dict[str, Any]], latency: float, log: IO[str] | N
                     request.write(body)
                 request.finish()
                 if log is not None:
-                    log.write(json.dumps({
-                        "host": host, "path": target, "start": round(start, 6),
-                        "end": round(time.time(), 6), "client": request.getClientAddress().host,
-                        "status": status, "bytes": len(body)}) + "\n")
-                    log.flush()
+                    write_entry(log, request, host, target, start, status, len(body))
 
             reactor.callLater(latency, finish)
             return NOT_DONE_YET
