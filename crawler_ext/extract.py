@@ -23,7 +23,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from resiliparse.parse.html import HTMLTree
 
-__all__ = ["FingerprintText", "fingerprint_text", "main_text", "normalise", "visible_text"]
+__all__ = ["FingerprintText", "fingerprint_text", "main_text", "normalise", "too_deep"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: Resiliparse's main-content detection takes time quadratic in the DOM's depth (112 s for a
@@ -56,11 +56,6 @@ def normalise(text: str) -> str:
 def main_text(html: str | bytes) -> str:
     """The main content's text (boilerplate such as navigation, headers, footers dropped)."""
     return normalise(extract_plain_text(_tree(html), main_content=True, alt_texts=False))
-
-
-def visible_text(html: str | bytes) -> str:
-    """All visible text of the page."""
-    return normalise(extract_plain_text(_tree(html), alt_texts=False))
 
 
 def too_deep(html: str | bytes, limit: int = MAX_MAIN_DEPTH) -> bool:
