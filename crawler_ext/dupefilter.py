@@ -31,6 +31,7 @@ from typing import Any
 from pybloom_live import ScalableBloomFilter
 from scrapy import Request
 from scrapy.utils.job import job_dir
+from scrapy.utils.request import referer_str
 
 from crawler_ext import config
 from crawler_ext.int64 import to_signed as _signed
@@ -160,11 +161,14 @@ class BloomDupeFilter:
         return seen
 
     def log(self, request: Request, spider: Any = None) -> None:
+        # Scrapy's wording, so that log searches written for stock Scrapy still match
         if self.debug:
-            logger.debug("Filtered duplicate URL: %(request)s", {"request": request})
+            logger.debug("Filtered duplicate request: %(request)s (referer: %(referer)s)",
+                         {"request": request, "referer": referer_str(request)})
         elif not self._logged_dupe:
-            logger.debug("Filtered duplicate URL: %(request)s - no more duplicates will be "
-                         "shown (see DUPEFILTER_DEBUG to show all duplicates)", {"request": request})
+            logger.debug("Filtered duplicate request: %(request)s - no more duplicates will be "
+                         "shown (see DUPEFILTER_DEBUG to show all duplicates)",
+                         {"request": request})
             self._logged_dupe = True
 
     # -- fingerprints ----------------------------------------------------------------------

@@ -130,15 +130,19 @@ class NetworkGuardMiddleware:
 
     Refused requests fail with IgnoreRequest (their errback sees it), are counted in
     ``netguard/refused`` and the first is logged.  URLs of schemes other than http, https
-    and data fail with NotSupported, as in stock Scrapy for a scheme it has no handler for,
-    unless ``CRAWLER_EXT_ALLOWED_SCHEMES`` lists them (``file:`` reads the local disk).
+    and data that Scrapy has a download handler for (``file:`` reads the local disk, ``s3:``
+    and ``ftp:`` reach other networks) fail with NotSupported, as stock Scrapy fails a scheme
+    it has no handler for, unless ``CRAWLER_EXT_ALLOWED_SCHEMES`` lists them; a scheme without
+    a handler is left to Scrapy, which says so itself.
     """
 
     def __init__(self, guard: NetworkGuard, stats: Any = None, resolve: Any = None,
-                 schemes: Iterable[str] = ()) -> None:
+                 schemes: Iterable[str] = (), handled: Iterable[str] | None = None) -> None:
         self.guard = guard
         self.stats = stats
         self.schemes = {"http", "https", "data", *(s.lower() for s in schemes)}
+        # schemes Scrapy has a download handler for (None: assume every scheme)
+        self.handled = None if handled is None else {s.lower() for s in handled}
         self._schemes_logged: set[str] = set()
         self._resolve = resolve  # name -> Deferred[address]; default: the reactor's resolver
         self._logged = False
@@ -146,8 +150,11 @@ class NetworkGuardMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Any) -> NetworkGuardMiddleware:
         use_bundled_public_suffix_list()
-        return cls(NetworkGuard.from_settings(crawler.settings), crawler.stats,
-                   schemes=config.get(crawler.settings, "CRAWLER_EXT_ALLOWED_SCHEMES"))
+        s = crawler.settings
+        handlers = {**s.getdict("DOWNLOAD_HANDLERS_BASE"), **s.getdict("DOWNLOAD_HANDLERS")}
+        return cls(NetworkGuard.from_settings(s), crawler.stats,
+                   schemes=config.get(s, "CRAWLER_EXT_ALLOWED_SCHEMES"),
+                   handled=[scheme for scheme, handler in handlers.items() if handler])
 
     async def process_request(self, request: Any, spider: Any = None) -> None:
         try:
@@ -156,9 +163,10 @@ class NetworkGuardMiddleware:
         except ValueError:
             return None  # the download handler rejects it
         if parts.scheme not in ("http", "https"):
-            if parts.scheme not in self.schemes:
+            if parts.scheme not in self.schemes and (
+                    self.handled is None or parts.scheme in self.handled):
                 self._refuse_scheme(request, parts.scheme)
-            return None  # data: and allowed schemes: Scrapy's handlers
+            return None  # data:, allowed schemes, and those Scrapy has no handler for
         if not host:
             return None
         ip = literal_address(host)
@@ -199,8 +207,8 @@ class NetworkGuardMiddleware:
             logger.warning("%s: the %r scheme is not fetched unless CRAWLER_EXT_ALLOWED_SCHEMES "
                            "lists it (further ones are counted in netguard/refused_scheme/%s)",
                            request.url[:200], scheme, scheme[:20])
-        raise NotSupported(f"{scheme}: URLs are not fetched unless CRAWLER_EXT_ALLOWED_SCHEMES "
-                           f"lists {scheme!r}")
+        raise NotSupported(f"Unsupported URL scheme {scheme!r}: crawler_ext does not fetch it "
+                           f"unless CRAWLER_EXT_ALLOWED_SCHEMES lists it")
 
     def _refuse(self, request: Any, address: str) -> None:
         from scrapy.exceptions import IgnoreRequest

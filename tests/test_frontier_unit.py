@@ -124,6 +124,35 @@ def test_promotion_moves_a_waiting_url_up() -> None:
     assert f.pending() == 0
 
 
+@pytest.mark.parametrize("durable", [False, True])
+def test_within_a_key_request_priority_decides_then_band_then_arrival(
+        tmp_path: Path, durable: bool) -> None:
+    def queued(n: int, priority: int, band: int = 1) -> Entry:
+        return Entry("a", band, b"%d" % n, priority=priority)
+
+    entries = [queued(0, 0), queued(1, 2, band=2), queued(2, 0, band=0), queued(3, 2),
+               queued(4, -1, band=0), queued(5, 0)]
+    store: MemoryStore = MemoryStore(3)
+    if durable:  # and the order survives a restart of the sqlite frontier
+        first = SqliteStore(tmp_path / "f.sqlite3", 3)
+        first.open()
+        make(first).add(entries)
+        first.close()
+        store = SqliteStore(tmp_path / "f.sqlite3", 3)
+        store.open()
+        make(store).recover()
+    f = make(store)
+    if not durable:
+        f.add(entries)
+    got, now = [], 0.0
+    while (e := f.next(now)) or f.pending():
+        if e:
+            got.append(int(e.data))
+            f.done(e, Outcome(200, 0.0), now)
+        now += 2.0
+    assert got == [3, 1, 2, 0, 5, 4]
+
+
 def test_sqlite_store_keeps_uncompleted_entries(tmp_path: Path) -> None:
     path = tmp_path / "f.sqlite3"
     store = SqliteStore(path, 3)

@@ -229,3 +229,40 @@ def test_schemes_callbacks_and_a_users_dont_filter(hostile, tmp_path: Path,
         assert "kept in memory for this run" in proc.stderr
     fetches = [e for e in read_log(hostile.log_path) if e.path == "/ok/0"]
     assert len(fetches) == 2  # the redirect of a dont_filter request is not filtered
+
+
+PRIORITY_SPIDER = '''
+import scrapy
+
+class PrioritySpider(scrapy.Spider):
+    name = "priorities"
+    custom_settings = {"HTTPERROR_ALLOW_ALL": True}
+
+    async def start(self):
+        for n, priority in enumerate(PRIORITIES):
+            yield scrapy.Request(f"BASE/p/{n}", priority=priority)
+
+    def parse(self, response):
+        return []
+'''
+PRIORITIES = [0, 1, 3, 2, 3, -1, 5, 0, 2, 1, 5, 4]
+
+
+def test_requests_of_one_host_go_out_in_priority_order(hostile, tmp_path: Path) -> None:
+    from conftest import ROOT
+
+    spider = tmp_path / "priority_spider.py"
+    spider.write_text(PRIORITY_SPIDER.replace("BASE", hostile.url("normal", "").rstrip("/"))
+                      .replace("PRIORITIES", repr(PRIORITIES)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", str(spider),
+         "-s", f"CRAWLER_EXT_HOSTS={HOSTS}", "-s", "CRAWLER_EXT_ALLOWED_NETWORKS=127.0.0.1/32",
+         "-s", "CRAWLER_EXT_POLITENESS_MIN_DELAY=0.05",
+         "-s", f"CRAWLER_EXT_WARC_DIR={tmp_path / 'warcs'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sent = [int(e.path.rsplit("/", 1)[1]) for e in read_log(hostile.log_path)
+            if e.path.startswith("/p/")]
+    # highest priority first; equal priorities in the order the spider made them
+    expected = sorted(range(len(PRIORITIES)), key=lambda n: (-PRIORITIES[n], n))
+    assert sent == expected, (sent, expected)

@@ -364,7 +364,7 @@ class FrontierScheduler(BaseScheduler):
         # the answer is read from response_downloaded (every status, before any middleware);
         # RedirectMiddleware follows redirects, whose requests come back to enqueue_request
         return Request(origin + "/robots.txt", callback=self._robots_parsed,
-                       errback=self._robots_failed, dont_filter=True, priority=1000,
+                       errback=self._robots_failed, dont_filter=True, priority=ROBOTS_PRIORITY,
                        meta={"crawler_ext_robots": origin, "dont_retry": True,
                              "dont_merge_cookies": True})
 
@@ -418,7 +418,8 @@ class FrontierScheduler(BaseScheduler):
             self._robots_hops[self._hop_tokens] = request
             host = politeness_key(request.url)
             key = self._ip_keys.get(host, host) if self.key_by_ip else host
-            self.frontier.add([Entry(key, 0, b"H%d" % self._hop_tokens)], check_seen=False)
+            self.frontier.add([Entry(key, 0, b"H%d" % self._hop_tokens, priority=ROBOTS_PRIORITY)],
+                              check_seen=False)
             self._arm_wake(time.time(), time.time())
             return True
         if self.blocklist.blocked(request.url):
@@ -484,29 +485,28 @@ class FrontierScheduler(BaseScheduler):
                 key = f"{scheme}:"
         band = self.scorer.band(self.scorer.score(key, int(request.meta.get("depth", 0)), 1),
                                 request.priority)
-        self.frontier.add([Entry(key, band, self._encode(request), fp)],
-                          check_seen=not request.dont_filter)
-        self._inc("frontier/enqueued")
-        self._inc(f"frontier/enqueued/band_{band}")
+        self._queue(Entry(key, band, self._encode(request), fp, priority=request.priority),
+                    check_seen=not request.dont_filter)
         return True
 
     def _encode(self, request: Request) -> bytes:
         """A request as the frontier stores it: the compact form for a plain link; else, in
         the memory frontier, the Request object itself (no pickling: any callback, any
         meta); in a durable one its pickle, or the object if it cannot be pickled (logged
-        once, counted in frontier/kept_in_memory: lost if the process dies)."""
+        once, counted in scheduler/unserializable as Scrapy does: lost if the process dies)."""
         if is_plain(request, self.spider):
             return encode_request(request, self.spider)
         if self.frontier.store.durable:
             try:
                 return encode_request(request, self.spider)
             except Exception as exc:  # noqa: BLE001 - to_dict/pickle raise many types
-                self._inc("frontier/kept_in_memory")
+                self._inc("scheduler/unserializable")
                 if not self._unserialisable_logged:
                     self._unserialisable_logged = True
-                    logger.warning("Frontier: %s cannot be serialised (%s); it is kept in "
-                                   "memory for this run only (further ones are counted in "
-                                   "frontier/kept_in_memory)", request, exc)
+                    logger.warning("Unable to serialize request: %s - reason: %s - it is kept "
+                                   "in memory for this run only; no more unserializable "
+                                   "requests will be logged (counted in "
+                                   "scheduler/unserializable)", request, exc)
         self._live_tokens += 1
         self._live[self._live_tokens] = request
         return b"M%d" % self._live_tokens
@@ -551,9 +551,19 @@ class FrontierScheduler(BaseScheduler):
             band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
             self._inc("frontier/demoted")
         checked = _checks_seen(request)
-        self.frontier.add([Entry(key, band, self._encode(request), fp)], check_seen=checked)
+        self._queue(Entry(key, band, self._encode(request), fp, priority=request.priority),
+                    check_seen=checked)
+
+    def _queue(self, entry: Entry, check_seen: bool) -> None:
+        self.frontier.add([entry], check_seen=check_seen)
         self._inc("frontier/enqueued")
-        self._inc(f"frontier/enqueued/band_{band}")
+        self._inc(f"frontier/enqueued/band_{entry.band}")
+        # Scrapy's own scheduler stats, for the tools that read them
+        self._inc("scheduler/enqueued")
+        self._inc(f"scheduler/enqueued/{self._where(entry)}")
+
+    def _where(self, entry: Entry) -> str:
+        return "memory" if entry.data[:1] == b"M" or not self.frontier.store.durable else "disk"
 
     def _await_dns(self, host: str, item: tuple[Request, str, int, str | None]) -> None:
         waiting = self._awaiting_dns.get(host)
@@ -640,6 +650,9 @@ class FrontierScheduler(BaseScheduler):
                 self.admission.restore_chain(request.url, chain)
         self._inflight[request] = _InFlight(entry, now)
         self._inc("frontier/dispatched")
+        if entry.data[:1] not in (b"R", b"H"):  # the frontier's own robots.txt fetches aside
+            self._inc("scheduler/dequeued")
+            self._inc(f"scheduler/dequeued/{self._where(entry)}")
         if self.stats is not None:
             self.stats.max_value("frontier/active_hosts_max", self.frontier.active_keys())
         return request
@@ -886,6 +899,9 @@ def _engine(crawler: Any) -> Any:
     except (AttributeError, RuntimeError):
         return None
 
+
+#: the frontier's own robots.txt fetches go before any other request of their key
+ROBOTS_PRIORITY = 1000
 
 #: meta flag of a request the user made with ``dont_filter=True`` (not a retry's copy)
 USER_DONT_FILTER = "crawler_ext_dont_filter"

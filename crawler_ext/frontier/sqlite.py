@@ -20,6 +20,10 @@ from crawler_ext.int64 import to_unsigned as _unsigned
 
 __all__ = ["SqliteStore"]
 
+
+def _row(e: Entry) -> tuple[int, str, int, int, bytes, int]:
+    return (e.id, e.key, e.band, _signed(e.fp), e.data, e.priority)
+
 class SqliteStore(MemoryStore):
     durable = True
 
@@ -27,7 +31,7 @@ class SqliteStore(MemoryStore):
         super().__init__(bands)
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
-        self._inserts: list[tuple[int, str, int, int, bytes]] = []
+        self._inserts: list[tuple[int, str, int, int, bytes, int]] = []
         self._bands: dict[int, int] = {}
         self._deletes: list[tuple[int]] = []
         self._changed_hosts: set[str] = set()
@@ -40,7 +44,11 @@ class SqliteStore(MemoryStore):
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
-                   " band INTEGER NOT NULL, fp INTEGER NOT NULL, data BLOB NOT NULL)")
+                   " band INTEGER NOT NULL, fp INTEGER NOT NULL, data BLOB NOT NULL,"
+                   " priority INTEGER NOT NULL DEFAULT 0)")
+        columns = {row[1] for row in db.execute("PRAGMA table_info(entries)")}
+        if "priority" not in columns:  # a frontier written before priorities were kept
+            db.execute("ALTER TABLE entries ADD COLUMN priority INTEGER NOT NULL DEFAULT 0")
         db.execute("CREATE TABLE IF NOT EXISTS admitted (fp INTEGER NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS hosts (key TEXT PRIMARY KEY, delay REAL, "
                    "backoff REAL, crawl_delay REAL, next_allowed REAL, floor REAL)")
@@ -52,9 +60,9 @@ class SqliteStore(MemoryStore):
         for key, delay, backoff, crawl_delay, next_allowed, floor in self._db.execute(
                 "SELECT key, delay, backoff, crawl_delay, next_allowed, floor FROM hosts"):
             self._hosts[key] = HostState(delay, backoff, crawl_delay, next_allowed, floor)
-        entries = [Entry(key, min(band, self.bands - 1), data, _unsigned(fp), entry_id)
-                   for entry_id, key, band, fp, data in self._db.execute(
-                       "SELECT id, key, band, fp, data FROM entries ORDER BY id")]
+        entries = [Entry(key, min(band, self.bands - 1), data, _unsigned(fp), entry_id, priority)
+                   for entry_id, key, band, fp, data, priority in self._db.execute(
+                       "SELECT id, key, band, fp, data, priority FROM entries ORDER BY id")]
         if entries:
             last = entries[-1].id
             self._ids = itertools.count(last + 1)
@@ -81,7 +89,8 @@ class SqliteStore(MemoryStore):
         if self._admitted:
             db.executemany("INSERT INTO admitted (fp) VALUES (?)", self._admitted)
         if self._inserts:
-            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?)", self._inserts)
+            db.executemany("INSERT OR REPLACE INTO entries (id, key, band, fp, data, priority) "
+                           "VALUES (?, ?, ?, ?, ?, ?)", self._inserts)
         if self._bands:
             db.executemany("UPDATE entries SET band = ? WHERE id = ?",
                            [(band, i) for i, band in self._bands.items()])
@@ -104,7 +113,7 @@ class SqliteStore(MemoryStore):
 
     def front_push(self, entries: list[Entry]) -> None:
         super().front_push(entries)
-        self._inserts.extend((e.id, e.key, e.band, _signed(e.fp), e.data) for e in entries)
+        self._inserts.extend(_row(e) for e in entries)
         self._admitted.extend((_signed(e.fp),) for e in entries if e.fp)
 
     def admitted_since(self, mark: int) -> tuple[list[int], int]:
@@ -120,7 +129,7 @@ class SqliteStore(MemoryStore):
         new = not entry.id
         super().back_push(entry)
         if new:  # entries normally come through the front queues and are journalled there
-            self._inserts.append((entry.id, entry.key, entry.band, _signed(entry.fp), entry.data))
+            self._inserts.append(_row(entry))
 
     def front_promote(self, entry: Entry, band: int) -> None:
         super().front_promote(entry, band)

@@ -4,7 +4,8 @@ The frontier logic (``core.Frontier``) is written once against :class:`FrontierS
 backends hold data only.  A backend keeps:
 
 * front queues: one FIFO per priority band (0 = highest);
-* back queues: one per politeness key, ordered by (band, arrival);
+* back queues: one per politeness key, ordered by (``Request.priority`` descending, band,
+  arrival): within a key the user's priorities decide, across keys the bands;
 * the ready heap: (next allowed time, key) for keys that may be scheduled;
 * leases: entries handed to the downloader and not yet completed;
 * host state: learned per-key politeness (delay, backoff, Crawl-delay);
@@ -35,6 +36,7 @@ class Entry:
     data: bytes
     fp: int = 0
     id: int = 0  # assigned by the store on push
+    priority: int = 0  # Request.priority: orders the entries of one key (higher first)
 
 
 @dataclass(slots=True)
@@ -95,7 +97,7 @@ class MemoryStore:
         self._front: list[deque[Entry]] = [deque() for _ in range(bands)]
         self._front_len = [0] * bands
         self._stale: set[tuple[int, int]] = set()  # (entry id, band) copies left by promotion
-        self._back: dict[str, list[tuple[int, int, Entry]]] = {}
+        self._back: dict[str, list[tuple[int, int, int, Entry]]] = {}
         self._back_total = 0
         self._heap: list[tuple[float, int, str]] = []
         self._heap_seq = itertools.count()
@@ -158,14 +160,14 @@ class MemoryStore:
     def back_push(self, entry: Entry) -> None:
         self._assign_id(entry)
         queue = self._back.setdefault(entry.key, [])
-        heapq.heappush(queue, (entry.band, entry.id, entry))
+        heapq.heappush(queue, (-entry.priority, entry.band, entry.id, entry))
         self._back_total += 1
 
     def back_pop(self, key: str) -> Entry | None:
         queue = self._back.get(key)
         if not queue:
             return None
-        entry = heapq.heappop(queue)[2]
+        entry = heapq.heappop(queue)[3]
         if not queue:
             del self._back[key]
         self._back_total -= 1
