@@ -113,6 +113,29 @@ def test_a_leased_host_is_fetched_by_one_worker_and_a_crashed_lease_returns(redi
     assert b._remote == 2  # h1/p/2 and h2/p/1 are still leased (by b)
 
 
+def test_one_keys_entries_leave_in_request_priority_order(redis) -> None:
+    f = _frontier(redis)
+    f.policy = PolitenessPolicy(min_delay=0.0, max_delay=0.0)
+    f.open()
+    priorities = [0, 2, -1, 2, 40, 1, -30, 0]  # beyond -16..15 they are clamped, in order
+    entries = [_entry("h1", n, band=n % 3) for n in range(len(priorities))]
+    for entry, priority in zip(entries, priorities):
+        entry.priority = priority
+    f.add(entries)
+    got = []
+    for _ in range(40):
+        _exchange(f)
+        entry = f.next(time.time())
+        if entry is not None:
+            got.append(int(entry_url(entry.data).rsplit("/", 1)[1]))
+            f.done(entry, Outcome(200, 0.0), time.time())
+            f.complete([entry.id])
+        if len(got) == len(priorities):
+            break
+    # priority first, then band, then arrival
+    assert got == sorted(range(len(priorities)), key=lambda n: (-priorities[n], n % 3, n))
+
+
 def test_close_gives_back_unfetched_leases_at_once(redis) -> None:
     a, b = _frontier(redis, lease_ttl=60), _frontier(redis, lease_ttl=60)
     a.open()

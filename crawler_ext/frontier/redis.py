@@ -6,10 +6,11 @@ The state lives in Redis, split into ``CRAWLER_EXT_REDIS_SHARDS`` shards; a poli
 script touches one Redis Cluster slot.  Per shard:
 
 ==========================  ======================================================
-``{P:sN}:q:<key>``          the key's back queue: sorted set of entry ids, score band x 2^44 + id
+``{P:sN}:q:<key>``          the key's back queue: sorted set of entry ids, score
+                            rank x 2^48 + band x 2^44 + id (rank: Request.priority, best 0)
 ``{P:sN}:r:<band>``         ready keys whose best queued entry is in that band: score = next
                             allowed time (the front bands and the ready heap in one)
-``{P:sN}:e``                entry id -> band byte + 64-bit fingerprint + serialised request
+``{P:sN}:e``                entry id -> band byte + rank byte + 64-bit fingerprint + request
 ``{P:sN}:hb``               key -> the ready band it is listed in, or ``L`` while leased
 ``{P:sN}:na``               key -> next allowed fetch time (Redis clock)
 ``{P:sN}:hs``               key -> learned politeness state and robots.txt answers (JSON)
@@ -50,6 +51,7 @@ from typing import Any
 
 from twisted.internet import threads
 
+from crawler_ext.config import ConfigError
 from crawler_ext.frontier.core import DROP, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
@@ -60,10 +62,21 @@ __all__ = ["RedisFrontier", "shard_of"]
 
 logger = logging.getLogger(__name__)
 
-_HEAD = struct.Struct(">BQ")  # band, fingerprint
+_HEAD = struct.Struct(">BBQ")  # band, priority rank, fingerprint
+#: Request.priority within a key: 32 ranks (priorities -16..15, beyond them clamped), so that
+#: rank, band (< 16) and entry id (< 2^44) fit the 53 exact bits of a sorted-set score
+PRIORITY_RANKS = 32
+MAX_BANDS = 16
+
+
+def priority_rank(priority: int) -> int:
+    """0 for the highest priority: a key's back queue is sorted by rank first."""
+    half = PRIORITY_RANKS // 2
+    return half - 1 - min(max(priority, -half), half - 1)
 
 _LUA_READY = """
 local SCALE = 17592186044416
+local RANK = 281474976710656
 local function ready(P, key)
   local old = redis.call('HGET', P..':hb', key)
   if old == 'L' then return end
@@ -72,7 +85,7 @@ local function ready(P, key)
     if old then redis.call('ZREM', P..':r:'..old, key); redis.call('HDEL', P..':hb', key) end
     return
   end
-  local band = math.floor(tonumber(head[2]) / SCALE)
+  local band = math.floor(tonumber(head[2]) / SCALE) % 16
   if old and tonumber(old) ~= band then redis.call('ZREM', P..':r:'..old, key) end
   local at = tonumber(redis.call('HGET', P..':na', key) or '0')
   redis.call('ZADD', P..':r:'..band, at, key)
@@ -81,7 +94,8 @@ end
 local function requeue(P, id, key)
   local blob = redis.call('HGET', P..':e', id)
   if blob then
-    redis.call('ZADD', P..':q:'..key, string.byte(blob, 1) * SCALE + tonumber(id), id)
+    redis.call('ZADD', P..':q:'..key,
+               string.byte(blob, 2) * RANK + string.byte(blob, 1) * SCALE + tonumber(id), id)
   end
 end
 local function unlock(P, key)
@@ -108,9 +122,8 @@ for _ = 1, n_push do
   i = i + 3
   local id = redis.call('INCR', P..':id')
   redis.call('HSET', P..':e', id, blob)
-  redis.call('ZADD', P..':q:'..key, band * SCALE + id, id)
-  local old = redis.call('HGET', P..':hb', key)
-  if not old or (old ~= 'L' and tonumber(old) > band) then ready(P, key) end
+  redis.call('ZADD', P..':q:'..key, string.byte(blob, 2) * RANK + band * SCALE + id, id)
+  if redis.call('HGET', P..':hb', key) ~= 'L' then ready(P, key) end
 end
 -- keys released: [key, delay or '', state or '', ids to requeue (comma-separated)]
 local lost = 0
@@ -293,6 +306,9 @@ class RedisFrontier:
         self.policy = policy
         self.weights = list(weights)
         self.bands = len(self.weights)
+        if self.bands > MAX_BANDS:
+            raise ConfigError(f"CRAWLER_EXT_FRONTIER_BANDS: the Redis frontier keeps at most "
+                              f"{MAX_BANDS} bands, got {self.bands}")
         self.bloom = bloom
         self.shards = shards
         self.lease_ttl = lease_ttl
@@ -511,7 +527,8 @@ class RedisFrontier:
         new = [(e, chk) for e, chk in outbox]
         for entry, check in new:
             op = shard(entry.key)
-            blob = _HEAD.pack(entry.band, to_unsigned(entry.fp)) + entry.data
+            blob = _HEAD.pack(entry.band, priority_rank(entry.priority),
+                              to_unsigned(entry.fp)) + entry.data
             op.push.append((entry, check, blob))  # type: ignore[arg-type]
         now = time.time()
         for key, delay, blob, back, since in self._release:
@@ -626,8 +643,9 @@ class RedisFrontier:
         if out["seeds_waiting"] is not None:
             self._seeds_waiting = out["seeds_waiting"]
         for key, entry_id, blob, state_blob in out["taken"]:
-            band, fp = _HEAD.unpack_from(blob)
-            entry = Entry(key, band, bytes(blob[_HEAD.size:]), fp, entry_id)
+            band, rank, fp = _HEAD.unpack_from(blob)
+            entry = Entry(key, band, bytes(blob[_HEAD.size:]), fp, entry_id,
+                          PRIORITY_RANKS // 2 - 1 - rank)
             state, robots = _state_from(state_blob)
             self._states[key] = (state, robots)
             self._held[entry_id] = key
