@@ -266,3 +266,19 @@ def test_requests_of_one_host_go_out_in_priority_order(hostile, tmp_path: Path) 
     # highest priority first; equal priorities in the order the spider made them
     expected = sorted(range(len(PRIORITIES)), key=lambda n: (-PRIORITIES[n], n))
     assert sent == expected, (sent, expected)
+
+
+@pytest.mark.slow
+def test_a_catalogue_and_a_long_pagination_are_crawled_whole(hostile, tmp_path: Path) -> None:
+    from crawler_ext.testweb.hostile import CATALOGUE_ITEMS, PAGINATION
+
+    result = crawl(hostile, tmp_path, ["shop", "blog"], CRAWLER_EXT_POLITENESS_MIN_DELAY=0,
+                   CRAWLER_EXT_POLITENESS_LATENCY_FACTOR=0,
+                   CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT=4)
+    assert result.returncode == 0, result.output[-3000:]
+    fetched = {(e.host.split(".")[0], e.path) for e in read_log(hostile.log_path)}
+    assert {("shop", f"/item/{i}") for i in range(CATALOGUE_ITEMS)} <= fetched
+    assert {("shop", f"/catalogue/{n}") for n in range(1, CATALOGUE_ITEMS // 100 + 1)} <= fetched
+    assert {("blog", f"/page/{n}") for n in range(1, PAGINATION + 1)} <= fetched
+    assert not [k for k in result.stats if k.startswith("admission/rejected/pattern")]
+    assert not [k for k in result.stats if k.startswith("admission/rejected/id_chain")]

@@ -27,6 +27,13 @@ Hosts (each with a home page ``/`` linking its pages):
   them, and the server refuses them: its own doing).
 * ``robots5mb``, ``robotsbinary``, ``robotshtml``, ``robotsslow``: a robots.txt of 5 MB, of
   binary garbage, an HTML page, and one that never answers; five ordinary pages each.
+
+Legitimate sites that look like traps (a crawler must fetch them whole):
+
+* ``shop``: a catalogue of ``CATALOGUE_ITEMS`` distinct ``/item/N`` pages, listed 100 a page
+  on ``/catalogue/1`` ... ``/catalogue/50`` (each links the next).
+* ``blog``: ``PAGINATION`` distinct pages ``/page/1`` ... ``/page/200``, each linking its
+  previous and next page only.
 """
 
 from __future__ import annotations
@@ -40,13 +47,16 @@ import time
 from email.utils import formatdate
 from typing import IO, Any
 
-__all__ = ["FORBIDDEN_ADDRESS", "HAZARDS", "forbidden_forms", "main"]
+__all__ = ["CATALOGUE_ITEMS", "FORBIDDEN_ADDRESS", "HAZARDS", "PAGINATION", "forbidden_forms",
+           "main"]
 
 HAZARDS = ("gzip-bomb", "huge", "lying-length", "slow-body", "no-answer", "reset",
            "bad-status", "many-headers", "huge-header", "loop", "chain", "links", "deep",
            "bad-utf8", "lying-charset")
 
 FORBIDDEN_ADDRESS = "127.0.0.3"
+CATALOGUE_ITEMS = 5_000
+PAGINATION = 200
 
 
 def forbidden_forms(port: int) -> dict[str, str]:
@@ -122,6 +132,9 @@ def respond(host: str, path: str, forbidden_port: int) -> tuple[int, dict[str, s
         return 200, {"Content-Type": "text/plain"}, bytes(range(256)) * 4096
     if kind == "robotshtml" and path == "/robots.txt":
         return 200, {"Content-Type": "text/html"}, _page(pages, "this is not a robots.txt")
+    legit = _legit_site(kind, path)
+    if legit is not None:
+        return legit
     if path == "/":
         links = pages + ([f"/to/{form}" for form in forms] if kind == "redirects" else []) + \
             ([f"/h/{name}" for name in HAZARDS] if kind == "hazards" else []) + \
@@ -132,10 +145,39 @@ def respond(host: str, path: str, forbidden_port: int) -> tuple[int, dict[str, s
         headers = dict(html)
         if kind == "cookies":
             headers["Set-Cookie"] = f"session={path[-1]}; Domain=cookies.hostile.test; Path=/"
-        words = " ".join(hashlib.sha1(f"{kind}{path}{j}".encode()).hexdigest()[:8]
-                         for j in range(40))  # a text of its own: no page duplicates another
-        return 200, headers, _page(pages, f"{kind} page {path}: {words}")
+        return 200, headers, _page(pages, f"{kind} page {path}: {_words(kind + path)}")
     return 404, html, b"<html><body>not found</body></html>"
+
+
+def _words(seed: str, count: int = 40) -> str:
+    """A text of its own: no page duplicates another."""
+    return " ".join(hashlib.sha1(f"{seed}{j}".encode()).hexdigest()[:8] for j in range(count))
+
+
+def _legit_site(kind: str, path: str) -> tuple[int, dict[str, str], bytes] | None:
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    if kind == "shop":
+        per_page = 100
+        if path == "/":
+            return 200, html, _page(["/catalogue/1"], "shop")
+        if path.startswith("/catalogue/") and path[11:].isdigit():
+            n = int(path[11:])
+            last = CATALOGUE_ITEMS // per_page
+            if 1 <= n <= last:
+                items = [f"/item/{i}" for i in range((n - 1) * per_page, n * per_page)]
+                more = [f"/catalogue/{n + 1}"] if n < last else []
+                return 200, html, _page(items + more, f"catalogue page {n} {_words(path, 10)}")
+        if path.startswith("/item/") and path[6:].isdigit() and int(path[6:]) < CATALOGUE_ITEMS:
+            return 200, html, _page([], f"item {path[6:]}: {_words(path)}")
+    if kind == "blog":
+        if path == "/":
+            return 200, html, _page(["/page/1"], "blog")
+        if path.startswith("/page/") and path[6:].isdigit() and 1 <= int(path[6:]) <= PAGINATION:
+            n = int(path[6:])
+            links = ([f"/page/{n - 1}"] if n > 1 else []) + \
+                ([f"/page/{n + 1}"] if n < PAGINATION else [])
+            return 200, html, _page(links, f"post page {n}: {_words(path)}")
+    return None
 
 
 _BOMB: list[bytes] = []
