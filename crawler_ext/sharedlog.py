@@ -15,6 +15,8 @@ from typing import Any
 
 from twisted.internet import task, threads
 
+from crawler_ext.redishealth import health_of
+
 __all__ = ["SharedLog"]
 
 logger = logging.getLogger(__name__)
@@ -33,7 +35,8 @@ class SharedLog:
         self._offset = 0
         self._busy = False
         self._loop: task.LoopingCall | None = None
-        self._failure_logged = False
+        self._health = health_of(redis)  # one log line per outage for all components
+        self._name = key.rsplit(":", 1)[-1]
 
     def publish(self, item: bytes) -> None:
         self._out.append(self.worker + _SEP + item)
@@ -69,19 +72,18 @@ class SharedLog:
 
     def _received(self, items: list[bytes]) -> None:
         self._busy = False
-        self._stat(f"shared/{self.key.rsplit(':', 1)[-1]}/commands", 2)
+        self._health.answered()
+        self._stat(f"shared/{self._name}/commands", 2)
         self._offset += len(items)
         prefix = self.worker + _SEP
         theirs = [item.split(_SEP, 1)[1] for item in items
                   if not item.startswith(prefix) and _SEP in item]
         if theirs:
-            self._stat(f"shared/{self.key.rsplit(':', 1)[-1]}/received", len(theirs))
+            self._stat(f"shared/{self._name}/received", len(theirs))
             self.on_items(theirs)
 
     def _failed(self, failure: Any, out: list[bytes]) -> None:
         self._busy = False
         self._out = out + self._out
-        if not self._failure_logged:
-            self._failure_logged = True
-            logger.error("Shared log %s: Redis exchange failed: %s (retrying)", self.key,
-                         failure.getErrorMessage())
+        self._stat(f"shared/{self._name}/redis/errors", 1)
+        self._health.failed(f"shared log {self.key}", failure.getErrorMessage())

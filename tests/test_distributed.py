@@ -145,7 +145,8 @@ def test_close_gives_back_unfetched_leases_at_once(redis) -> None:
     assert len(_exchange(b)) == 5
 
 
-def _worker(web, workdir: Path, n: int, extra: dict | None = None) -> subprocess.Popen:
+def _worker(web, workdir: Path, n: int, extra: dict | None = None,
+            pythonpath: str = str(ROOT)) -> subprocess.Popen:
     settings = {"CRAWLER_EXT_FRONTIER_BACKEND": "redis", "REDIS_URL": REDIS_URL,
                 "CRAWLER_EXT_HOSTS": web.hosts_setting,
                 "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
@@ -159,7 +160,7 @@ def _worker(web, workdir: Path, n: int, extra: dict | None = None) -> subprocess
         cmd += ["-s", f"{name}={value}"]
     log = (workdir / f"worker{n}.log").open("w")
     return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                            env=dict(os.environ, PYTHONPATH=pythonpath))
 
 
 def test_three_workers_one_killed_fetch_every_page_once_and_stay_polite(
@@ -260,10 +261,13 @@ def test_workers_share_the_content_index(redis, testweb_factory, tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_workers_ride_out_a_redis_restart(testweb_factory, tmp_path: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["restart", "unreachable"])
+def test_workers_ride_out_a_redis_outage(testweb_factory, tmp_path: Path, fault: str) -> None:
     """A Redis of the test's own (append-only file, fsync always) is killed mid-crawl and
-    started again 8 s later: the workers keep their work, say so once, resume, and the
-    crawl finishes with every page, no double fetch beyond expired leases, polite."""
+    started again 8 s later, or frozen (SIGSTOP: connections hang, nothing answers) for 30 s:
+    the workers keep their work, say so once, resume, and the crawl finishes with every page,
+    no double fetch beyond expired leases, polite."""
     from conftest import free_port
 
     port = free_port()
@@ -284,21 +288,31 @@ def test_workers_ride_out_a_redis_restart(testweb_factory, tmp_path: Path) -> No
         subprocess.run([sys.executable, "-m", "crawler_ext.distributed", "--redis-url", url,
                         "push-seeds", str(web.seeds_path)], check=True, capture_output=True,
                        cwd=ROOT)
-        workers = [_worker(web, tmp_path, n, {"REDIS_URL": url}) for n in range(2)]
+        # a socket timeout below the outage: a hung exchange fails and is retried
+        params = '{"socket_timeout": 5, "socket_connect_timeout": 5}'
+        workers = [_worker(web, tmp_path, n, {"REDIS_URL": url, "REDIS_PARAMS": params})
+                   for n in range(2)]
         deadline = time.time() + 60
         while len(read_log(web.log_path)) < 60 and time.time() < deadline:
             time.sleep(0.05)
-        server.send_signal(signal.SIGKILL)
-        server.wait()
-        down_at = len(read_log(web.log_path))
-        time.sleep(8)
-        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        if fault == "restart":
+            server.send_signal(signal.SIGKILL)
+            server.wait()
+            down_at = len(read_log(web.log_path))
+            time.sleep(8)
+            server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        else:
+            server.send_signal(signal.SIGSTOP)
+            down_at = len(read_log(web.log_path))
+            time.sleep(30)
+            server.send_signal(signal.SIGCONT)
         for n, w in enumerate(workers):
             assert w.wait(timeout=180) == 0, (tmp_path / f"worker{n}.log").read_text()[-3000:]
     finally:
         for w in workers:
             if w.poll() is None:
                 w.kill()
+        server.send_signal(signal.SIGCONT)
         server.terminate()
         server.wait()
     assert down_at < 200
@@ -313,5 +327,71 @@ def test_workers_ride_out_a_redis_restart(testweb_factory, tmp_path: Path) -> No
     assert politeness_violations(log, 0.5) == []
     for n in range(2):
         text = (tmp_path / f"worker{n}.log").read_text()
-        assert text.count("Redis frontier: exchange failed") == 1
-        assert "Redis answers again" in text
+        assert text.count(" ERROR: ") == 1, text  # one line per outage, all components
+        assert text.count(" is unreachable (") == 1
+        assert "answers again after" in text
+
+
+SKEWED_CLOCK = """
+import time
+
+_real_time = time.time
+time.time = lambda: _real_time() + OFFSET
+"""
+
+
+@pytest.mark.slow
+def test_workers_whose_clocks_are_ten_minutes_off_stay_polite_and_fetch_once(
+        redis, testweb_factory, tmp_path: Path) -> None:
+    """Worker 0's clock runs 10 minutes ahead, worker 1's 10 minutes behind: the frontier
+    times leases and next allowed fetches on Redis's clock, so neither matters."""
+    web = testweb_factory(hosts=20, pages=10, hazards=False)
+    subprocess.run([sys.executable, "-m", "crawler_ext.distributed", "--redis-url", REDIS_URL,
+                    "push-seeds", str(web.seeds_path)], check=True, capture_output=True,
+                   cwd=ROOT)
+    workers = []
+    for n, offset in enumerate((600, -600)):
+        shim = tmp_path / f"clock{n}"
+        shim.mkdir()
+        (shim / "sitecustomize.py").write_text(SKEWED_CLOCK.replace("OFFSET", str(offset)))
+        workers.append(_worker(web, tmp_path, n, pythonpath=f"{shim}{os.pathsep}{ROOT}"))
+    try:
+        for n, w in enumerate(workers):
+            assert w.wait(timeout=180) == 0, (tmp_path / f"worker{n}.log").read_text()[-3000:]
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+    log = read_log(web.log_path)
+    fetched = Counter((e.host, e.path) for e in log)
+    assert len(fetched) == 220  # 200 pages and 20 robots.txt
+    stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(2)]
+    assert all(s.get("frontier/dispatched", 0) > 0 for s in stats)  # both did their share
+    assert sum(s.get("frontier/redis/leases_expired", 0) for s in stats) == 0
+    assert [k for k, v in fetched.items() if v > 1] == []  # robots.txt included
+    assert politeness_violations(log, 0.5) == []
+
+
+def test_one_log_line_per_redis_outage_for_all_components(caplog) -> None:
+    import logging
+
+    from crawler_ext.redishealth import RedisHealth, health_of
+
+    client = redis_lib.Redis.from_url("redis://127.0.0.1:1/3")
+    assert health_of(client) is health_of(redis_lib.Redis(host="127.0.0.1", port=1, db=3))
+    assert health_of(client).name == "127.0.0.1:1/3"
+    clock = iter([10.0, 42.5, 100.0, 101.0]).__next__
+    health = RedisHealth("r", clock=clock)
+    with caplog.at_level(logging.INFO, logger="crawler_ext.redishealth"):
+        health.answered()  # nothing to say while Redis answers
+        for component in ("frontier exchange", "shared log rules", "frontier exchange"):
+            health.failed(component, "Connection refused")
+        health.answered()
+        health.answered()
+        health.failed("shared log docs", "Timeout")  # a later outage is said again
+        health.answered()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 4, lines
+    assert lines[0].startswith("Redis r is unreachable (frontier exchange: Connection refused)")
+    assert lines[1] == "Redis r answers again after 32 s (3 failed exchanges); resuming"
+    assert "shared log docs: Timeout" in lines[2] and health.outages == 2

@@ -57,6 +57,7 @@ from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.int64 import to_unsigned
 from crawler_ext.redisbloom import RedisBloom
+from crawler_ext.redishealth import health_of
 
 __all__ = ["RedisFrontier", "shard_of"]
 
@@ -344,8 +345,7 @@ class RedisFrontier:
         self._exchanged_at = 0.0
         self._idle = False  # the last exchange took nothing
         self._lock = threading.Lock()
-        self._failure_logged = False
-        self._failures = 0  # exchanges failed in a row (Redis down)
+        self._health = health_of(redis)  # one log line per outage for all components
         self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...)
 
     # -- the Frontier interface --------------------------------------------------------------
@@ -620,11 +620,7 @@ class RedisFrontier:
         if self._closed:
             return
         now = time.time()
-        if self._failures:
-            logger.info("Redis frontier: Redis answers again after %d failed exchanges; "
-                        "resuming", self._failures)
-            self._failures = 0
-            self._failure_logged = False  # a later outage is logged again
+        self._health.answered()
         self._exchanged_at = now
         self._idle = not out["taken"] and not out["seeds"]
         self._stat("frontier/redis/exchanges", 1)
@@ -675,10 +671,5 @@ class RedisFrontier:
                 rid, _, key = member.partition("|")
                 self._done.append((int(rid) * self.shards + shard_of(key, self.shards), key))
         self._stat("frontier/redis/errors", 1)
-        self._failures += 1
-        if not self._failure_logged:
-            self._failure_logged = True
-            logger.error("Redis frontier: exchange failed: %s (the worker keeps its work and "
-                         "retries every flush; further failures are counted in "
-                         "frontier/redis/errors)", failure.getErrorMessage())
+        self._health.failed("frontier exchange", failure.getErrorMessage())
 
