@@ -282,3 +282,49 @@ def test_a_catalogue_and_a_long_pagination_are_crawled_whole(hostile, tmp_path: 
     assert {("blog", f"/page/{n}") for n in range(1, PAGINATION + 1)} <= fetched
     assert not [k for k in result.stats if k.startswith("admission/rejected/pattern")]
     assert not [k for k in result.stats if k.startswith("admission/rejected/id_chain")]
+
+
+SITEMAP_SPIDER = '''
+from scrapy.spiders import SitemapSpider
+
+class Sitemaps(SitemapSpider):
+    name = "sitemaps"
+    sitemap_urls = ["BASE/sitemap.xml"]
+    ALLOWED
+
+    def parse(self, response):
+        yield {"url": response.url}
+'''
+
+
+@pytest.mark.parametrize("allowed_domains", [False, True])
+def test_no_sitemap_or_sitemap_redirect_reaches_a_forbidden_address(
+        hostile, tmp_path: Path, allowed_domains: bool) -> None:
+    """Scrapy's SitemapSpider with the pack: an index lists sitemaps that redirect to the
+    forbidden address in every spelling, one at that address, and a sitemap lists pages
+    there; the forbidden listener logs nothing, the site's own pages are fetched."""
+    from conftest import ROOT
+
+    spider = tmp_path / "sitemap_spider.py"
+    allowed = 'allowed_domains = ["hostile.test"]' if allowed_domains else ""
+    spider.write_text(SITEMAP_SPIDER.replace("BASE", hostile.url("sitemaps", "").rstrip("/"))
+                      .replace("ALLOWED", allowed))
+    stats = tmp_path / "stats.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", str(spider),
+         "-s", f"CRAWLER_EXT_HOSTS={HOSTS}", "-s", "CRAWLER_EXT_ALLOWED_NETWORKS=127.0.0.1/32",
+         "-s", "CRAWLER_EXT_POLITENESS_MIN_DELAY=0.05", "-s", f"CRAWLER_EXT_STATS_FILE={stats}",
+         "-s", f"CRAWLER_EXT_WARC_DIR={tmp_path / 'warcs'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert hostile.forbidden_connections() == []
+    fetched = {e.path for e in read_log(hostile.log_path) if e.host.startswith("sitemaps.")}
+    from crawler_ext.testweb.hostile import forbidden_forms
+
+    forms = forbidden_forms(hostile.forbidden_port)
+    assert {"/sitemap.xml", "/sitemap-pages.xml"} | {f"/to/{f}" for f in forms} <= fetched
+    assert {f"/ok/{i}" for i in range(5)} <= fetched
+    if not allowed_domains:  # nothing but the pack's own guard stood in the way
+        counted = json.loads(stats.read_text())
+        assert counted.get("admission/rejected/private_address", 0) + \
+            counted.get("netguard/refused", 0) >= 2 * len(forms)

@@ -12,6 +12,9 @@ Hosts (each with a home page ``/`` linking its pages):
   (127.0.0.3), ``decimal``, ``hex``, ``octal``, ``short`` (127.3), ``mapped``
   (``[::ffff:127.0.0.3]``), ``compat``, ``v6loop`` (``[::1]``), ``zero`` (0.0.0.0); ``/ok/N`` are
   normal pages.
+* ``sitemaps``: ``/sitemap.xml`` is a sitemap index of ``/sitemap-pages.xml`` (its ``/ok/N``
+  pages and a page URL at the forbidden address in every form), ``/to/<form>`` (redirects to
+  a sitemap at the forbidden address) and the forbidden address's own sitemap.
 * ``hops``: ``/robots.txt`` redirects six times (``/robots1.txt`` ... ``/robots6.txt``).
 * ``retryafter``: every page answers 429 with ``Retry-After: 999999``.
 * ``retrydate``: every page answers 503 with a ``Retry-After`` HTTP-date a week ahead.
@@ -73,7 +76,8 @@ def _page(links: list[str], text: str = "") -> bytes:
     return f"<html><body><h1>{text}</h1><p>{text}</p>{body}</body></html>".encode()
 
 
-def respond(host: str, path: str, forbidden_port: int) -> tuple[int, dict[str, str], bytes]:
+def respond(host: str, path: str, forbidden_port: int,
+            authority: str = "") -> tuple[int, dict[str, str], bytes]:
     kind = host.split(".")[0]
     forms = forbidden_forms(forbidden_port)
     pages = [f"/ok/{i}" for i in range(5)]
@@ -121,7 +125,9 @@ def respond(host: str, path: str, forbidden_port: int) -> tuple[int, dict[str, s
         return 200, {**{f"X-H{i}": "v" for i in range(5_000)}, **html}, _page(pages, "headers")
     if path.startswith("/go/"):  # a plain redirect to the path after /go
         return 302, {"Location": path[len("/go"):]}, b""
-    if kind == "redirects" and path.startswith("/to/"):
+    if kind == "sitemaps" and path in ("/sitemap.xml", "/sitemap-pages.xml"):
+        return 200, {"Content-Type": "application/xml"}, _sitemap(authority or host, path, forms)
+    if kind in ("redirects", "sitemaps") and path.startswith("/to/"):
         form = path[len("/to/"):]
         if form in forms:
             return 302, {"Location": f"http://{forms[form]}/secret"}, b""
@@ -152,6 +158,22 @@ def respond(host: str, path: str, forbidden_port: int) -> tuple[int, dict[str, s
 def _words(seed: str, count: int = 40) -> str:
     """A text of its own: no page duplicates another."""
     return " ".join(hashlib.sha1(f"{seed}{j}".encode()).hexdigest()[:8] for j in range(count))
+
+
+def _sitemap(host: str, path: str, forms: dict[str, str]) -> bytes:
+    if path == "/sitemap.xml":  # an index: local, redirected and forbidden sitemaps
+        tag = "sitemap"
+        urls = ["/sitemap-pages.xml"] + [f"/to/{form}" for form in forms] + \
+            [f"http://{forms['plain']}/sitemap.xml"]
+    else:
+        tag = "url"
+        urls = [f"/ok/{i}" for i in range(5)] + [f"http://{f}/secret" for f in forms.values()]
+    base = f"http://{host}"
+    body = "".join(f"<{tag}><loc>{u if u.startswith('http') else base + u}</loc></{tag}>"
+                   for u in urls)
+    root = "sitemapindex" if tag == "sitemap" else "urlset"
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<{root} '
+            f'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{body}</{root}>').encode()
 
 
 def _legit_site(kind: str, path: str) -> tuple[int, dict[str, str], bytes] | None:
@@ -293,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
             special = _transport_hazard(host, path, request, logged)
             if special is not None:
                 return special
-            status, headers, body = respond(host, path, forbidden_port)
+            status, headers, body = respond(host, path, forbidden_port,
+                                            authority=request.getHeader("host") or host)
             request.setResponseCode(status)
             for name, value in headers.items():
                 if isinstance(value, list):
