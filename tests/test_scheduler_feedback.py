@@ -39,10 +39,10 @@ def test_duplicates_differing_in_one_parameter_teach_a_rule(tmp_path: Path) -> N
 def test_duplicate_prone_pattern_is_queued_lower() -> None:
     sched = make_scheduler()
     assert sched.enqueue_request(Request("http://e.com/print/1.html"))
-    assert sched.frontier.store.front_sizes() == [0, 1, 0]  # depth 0, unknown host: band 1
+    assert sched.frontier.band_sizes() == [0, 1, 0]  # depth 0, unknown host: band 1
     for i in range(3):
         sched._on_duplicate(f"http://e.com/print/{i}.html", f"http://e.com/p/{i}.html", "near")
     assert sched.enqueue_request(Request("http://e.com/print/9.html"))
-    assert sched.frontier.store.front_sizes() == [0, 1, 1]  # the same pattern, one band lower
+    assert sched.frontier.band_sizes() == [0, 1, 1]  # the same pattern, one band lower
     assert sched.enqueue_request(Request("http://e.com/other/9.html"))
-    assert sched.frontier.store.front_sizes() == [0, 2, 1]
+    assert sched.frontier.band_sizes() == [0, 2, 1]

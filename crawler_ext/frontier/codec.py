@@ -2,8 +2,8 @@
 
 A plain GET (default callback; no body, cookies, or headers but Referer; no meta beyond
 depth) -- what a link-following spider yields -- is stored as
-``b"U" + depth[.chain] + NUL + referer + NUL + url`` (about a third of its pickle); any other request
-as ``b"D" +`` a pickle of Scrapy's ``Request.to_dict`` (callbacks by name, so they survive a
+``b"U" + depth[.chain] + NUL + referer + NUL + url`` (about a third of its pickle); any other
+request as ``b"D" +`` a pickle of Scrapy's ``Request.to_dict`` (callbacks by name, so they survive a
 restart).
 """
 

@@ -9,17 +9,15 @@ Scrapy: time is passed in, so tests drive it with a fake clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from crawler_ext.frontier.contract import FrontierHooks, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, FrontierStore
 
 __all__ = ["DROP", "Frontier", "Gate", "WeightedBands"]
 
 DROP = "drop"
-#: A gate looks at the entry about to be dispatched and answers: the entry itself (go), a
-#: substitute entry to dispatch first (a prerequisite such as robots.txt; the entry waits),
-#: a time to hold the entry's key until, or DROP.
-Gate = Callable[[Entry, float], "Entry | float | str"]
 
 
 class WeightedBands:
@@ -44,6 +42,11 @@ class WeightedBands:
 
 
 class Frontier:
+    """The frontier contract (:class:`~crawler_ext.frontier.contract.FrontierBackend`) in one
+    process, over a memory or sqlite store."""
+
+    wait_for_seeds = False
+
     def __init__(
         self,
         store: FrontierStore,
@@ -69,7 +72,42 @@ class Frontier:
         self._inlinks: dict[int, int] = {}  # inlinks counted while an entry waits in front
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
 
+    # -- lifecycle, forwarded to the store --------------------------------------------------
+    @property
+    def durable(self) -> bool:
+        return self.store.durable
+
+    def open(self) -> None:
+        self.store.open()
+
+    def flush(self) -> None:
+        self.store.flush()
+
+    def close(self, commit: bool = True) -> None:
+        self.store.close(commit=commit)
+
+    def admitted_since(self, mark: int) -> tuple[list[int], int]:
+        return self.store.admitted_since(mark)
+
+    def admitted_mark(self) -> int:
+        return self.store.admitted_mark()
+
+    # -- distributed mode: nothing to share in one process ----------------------------------
+    def attach(self, hooks: FrontierHooks) -> None:
+        pass
+
+    def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
+                   on_stat: Callable[[str, float], None]) -> Any:
+        return None
+
+    def publish_stats(self, stats: dict[str, Any]) -> None:
+        pass
+
     # -- admission -------------------------------------------------------------------------
+    def add_delayed(self, entries: list[Entry], due: float) -> None:
+        """Entries that join the front queues at unix time ``due``."""
+        self.store.delay_push(entries, due)
+
     def add(self, entries: list[Entry], check_seen: bool = True) -> None:
         """Queue admitted entries (``check_seen`` matters to the shared seen set only)."""
         self.store.front_push(entries)
@@ -137,6 +175,10 @@ class Frontier:
     # -- dispatch ------------------------------------------------------------------------------
     def next(self, now: float, gate: Gate | None = None) -> Entry | None:
         """The next entry whose key may be contacted now, or None."""
+        for entry in self.store.release_due(now):
+            if entry.fp:
+                self._front_by_fp[entry.fp] = entry
+                self._inlinks[entry.fp] = 1
         self._refill(now)
         while True:
             top = self.store.heap_peek()
@@ -174,7 +216,8 @@ class Frontier:
 
     def next_ready_time(self) -> float | None:
         top = self.store.heap_peek()
-        return top[0] if top else None
+        times = [t for t in (top[0] if top else None, self.store.next_due()) if t is not None]
+        return min(times) if times else None
 
     def done(self, entry: Entry, outcome: Outcome, now: float) -> float:
         """A request left the downloader: free its key and set its next allowed time."""
@@ -225,6 +268,12 @@ class Frontier:
     # -- introspection ---------------------------------------------------------------------
     def pending(self) -> int:
         return self.store.pending()
+
+    def delayed(self) -> int:
+        return self.store.delayed()
+
+    def band_sizes(self) -> list[int] | None:
+        return self.store.front_sizes()
 
     def parked_pending(self, now: float) -> int:
         """Queued entries of parked keys whose time has not come: they are kept, but a crawl

@@ -25,7 +25,8 @@ BACKOFF_STATUSES = frozenset({429, 503})
 
 
 def parse_retry_after(value: str | bytes | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date); None if absent/bad."""
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date); None if absent
+    or bad."""
     if value is None:
         return None
     if isinstance(value, bytes):

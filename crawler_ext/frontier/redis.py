@@ -12,6 +12,7 @@ script touches one Redis Cluster slot.  Per shard:
                             allowed time (the front bands and the ready heap in one)
 ``{P:sN}:e``                entry id -> band byte + rank byte + 64-bit fingerprint + request
 ``{P:sN}:hb``               key -> the ready band it is listed in, or ``L`` while leased
+``{P:sN}:d``                delayed entries ``id|key`` -> due time (Redis clock)
 ``{P:sN}:na``               key -> next allowed fetch time (Redis clock)
 ``{P:sN}:hs``               key -> learned politeness state and robots.txt answers (JSON)
 ``{P:sN}:lk``, ``:lo``      leased keys -> lease expiry, and the worker holding each
@@ -58,6 +59,7 @@ from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.int64 import to_unsigned
 from crawler_ext.redisbloom import RedisBloom
 from crawler_ext.redishealth import health_of
+from crawler_ext.sharedlog import SharedLog
 
 __all__ = ["RedisFrontier", "shard_of"]
 
@@ -117,14 +119,26 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local total = tonumber(ARGV[10 + nb])
 local i = 12 + nb
--- admitted entries
+-- admitted entries: [key, band, delay ('' or seconds from now), blob]
 for _ = 1, n_push do
-  local key, band, blob = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  i = i + 3
+  local key, band, delay, blob = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
+  i = i + 4
   local id = redis.call('INCR', P..':id')
   redis.call('HSET', P..':e', id, blob)
-  redis.call('ZADD', P..':q:'..key, string.byte(blob, 2) * RANK + band * SCALE + id, id)
-  if redis.call('HGET', P..':hb', key) ~= 'L' then ready(P, key) end
+  if delay ~= '' then
+    redis.call('ZADD', P..':d', now + tonumber(delay), id..'|'..key)
+  else
+    redis.call('ZADD', P..':q:'..key, string.byte(blob, 2) * RANK + band * SCALE + id, id)
+    ready(P, key)
+  end
+end
+-- delayed entries whose time has come join their key's queue
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':d', '-inf', now, 'LIMIT', 0, 1000)) do
+  redis.call('ZREM', P..':d', m)
+  local sep = string.find(m, '|', 1, true)
+  local key = string.sub(m, sep + 1)
+  requeue(P, string.sub(m, 1, sep - 1), key)
+  ready(P, key)
 end
 -- keys released: [key, delay or '', state or '', ids to requeue (comma-separated)]
 local lost = 0
@@ -329,7 +343,7 @@ class RedisFrontier:
         self._claim_open = False  # seeds claimed, admitted, to be released after their push
         self._tags = [f"{{{prefix}:s{n}}}" for n in range(shards)]
         # local state (reactor thread only)
-        self._outbox: list[tuple[Entry, bool]] = []
+        self._outbox: list[tuple[Entry, bool, float | None]] = []  # entry, check, due
         self._ready: list[tuple[float, int, Entry]] = []  # leased, not yet dispatched
         self._seq = itertools.count()
         self._parked: dict[str, Entry] = {}  # waiting for their robots.txt fetch
@@ -351,7 +365,17 @@ class RedisFrontier:
     # -- the Frontier interface --------------------------------------------------------------
     def add(self, entries: list[Entry], check_seen: bool = True) -> None:
         for entry in entries:
-            self._outbox.append((entry, check_seen))
+            self._outbox.append((entry, check_seen, None))
+
+    def add_delayed(self, entries: list[Entry], due: float) -> None:
+        """Due at unix time ``due`` of this worker's clock, kept in Redis as a delay from the
+        exchange on (so a worker's clock being off does not matter)."""
+        for entry in entries:
+            self._outbox.append((entry, False, due))
+
+    def delayed(self) -> int:
+        """Delayed entries not yet sent (the shared ones are not counted here)."""
+        return sum(1 for _, _, due in self._outbox if due is not None)
 
     def relink(self, fp: int) -> int | None:
         return None  # queued entries live in Redis: no inlink counting across workers
@@ -429,18 +453,21 @@ class RedisFrontier:
 
     durable = True  # shared between workers: requests travel serialised
 
-    # the store part of the interface, for the scheduler's lifecycle calls
-    @property
-    def store(self) -> RedisFrontier:
-        return self
+    def attach(self, hooks: Any) -> None:
+        self.hooks = hooks  # wake(), seeds(urls), robots_import(...)
+
+    def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
+                   on_stat: Callable[[str, float], None]) -> SharedLog:
+        return SharedLog(self.redis, f"{self.prefix}:{name}", self.worker, on_items,
+                         on_stat=on_stat)
 
     def open(self) -> None:
         self.redis.ping()  # fail at start, with the connection error, if Redis is not there
         if self.bloom is not None:
             self.bloom.open()
 
-    def front_sizes(self) -> list[int]:
-        return [len(self._outbox), len(self._ready), self._remote or 0]
+    def band_sizes(self) -> list[int] | None:
+        return None  # the bands live in Redis, spread over shards
 
     def admitted_since(self, mark: int) -> tuple[list[int], int]:
         return [], mark
@@ -503,7 +530,8 @@ class RedisFrontier:
         if key is not None:
             self._done.append((entry_id, key))
 
-    def _release_key(self, key: str, delay: float | None, requeue: Sequence[int] | int = ()) -> None:
+    def _release_key(self, key: str, delay: float | None,
+                     requeue: Sequence[int] | int = ()) -> None:
         """Unlock ``key`` at the next exchange; its next fetch ``delay`` seconds after now
         (None: next allowed time unchanged); ``requeue``: leased entries to put back."""
         state = self._states.pop(key, None)
@@ -524,12 +552,11 @@ class RedisFrontier:
             return ops[n]
 
         outbox, self._outbox = self._outbox, []
-        new = [(e, chk) for e, chk in outbox]
-        for entry, check in new:
+        for entry, check, due in outbox:
             op = shard(entry.key)
             blob = _HEAD.pack(entry.band, priority_rank(entry.priority),
                               to_unsigned(entry.fp)) + entry.data
-            op.push.append((entry, check, blob))  # type: ignore[arg-type]
+            op.push.append((entry, check, blob, due))  # type: ignore[arg-type]
         now = time.time()
         for key, delay, blob, back, since in self._release:
             # the delay counts from the response; what is left of it from now on
@@ -580,8 +607,10 @@ class RedisFrontier:
             args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
                                len(op.push), len(op.release) // 4, len(op.done), len(op.renew),
                                len(op.renew_keys), *take, int(counts.get("reap", 0))]
-            for entry, _, blob in op.push:  # type: ignore[misc]
-                args += [entry.key, entry.band, blob]
+            now = time.time()
+            for entry, _, blob, due in op.push:  # type: ignore[misc]
+                delay = "" if due is None else repr(round(max(0.0, due - now), 3))
+                args += [entry.key, entry.band, delay, blob]
             args += op.release + op.done + op.renew + op.renew_keys
             self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
             commands += 1
@@ -661,8 +690,8 @@ class RedisFrontier:
         """Redis unreachable (or a script error): keep everything for the next exchange."""
         self._syncing = False
         for op in ops.values():
-            for entry, check, _ in op.push:  # type: ignore[misc]
-                self._outbox.append((entry, check))
+            for entry, check, _, due in op.push:  # type: ignore[misc]
+                self._outbox.append((entry, check, due))
             now = time.time()
             for i in range(0, len(op.release), 4):
                 key, left, blob, back = op.release[i:i + 4]

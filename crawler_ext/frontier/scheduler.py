@@ -50,6 +50,7 @@ from crawler_ext.frontier.politeness import (
     PolitenessPolicy,
     parse_retry_after,
 )
+from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.redis import RedisFrontier
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.sqlite import SqliteStore
@@ -98,7 +99,7 @@ class _InFlight:
 class FrontierScheduler(BaseScheduler):
     def __init__(
         self,
-        frontier: Frontier,
+        frontier: FrontierBackend,
         dupefilter: Any,
         scorer: Scorer,
         admission: Admission | None = None,
@@ -115,12 +116,9 @@ class FrontierScheduler(BaseScheduler):
         dns_prefetch: bool = False,
     ) -> None:
         self.frontier = frontier
-        self._rules_log: SharedLog | None = None
-        if isinstance(frontier, RedisFrontier):
-            frontier.hooks = self  # wake(), seeds(), robots_import()
-            self._rules_log = SharedLog(frontier.redis, f"{frontier.prefix}:rules",
-                                        frontier.worker, self._shared_rules,
-                                        on_stat=lambda k, v: self._inc(k, int(v)))
+        frontier.attach(self)  # a shared frontier calls wake(), seeds(), robots_import()
+        self._rules_log: SharedLog | None = frontier.shared_log(
+            "rules", self._shared_rules, lambda k, v: self._inc(k, int(v)))
         self.df = dupefilter
         self.scorer = scorer
         self.admission = admission or Admission()
@@ -184,7 +182,7 @@ class FrontierScheduler(BaseScheduler):
             backoff_max=get("CRAWLER_EXT_POLITENESS_BACKOFF_MAX"),
         )
         stats = crawler.stats
-        frontier: Frontier | RedisFrontier
+        frontier: FrontierBackend
         if get("CRAWLER_EXT_FRONTIER_BACKEND") == "redis":
             frontier = make_redis_frontier(crawler, policy, weights)
         else:
@@ -221,11 +219,10 @@ class FrontierScheduler(BaseScheduler):
     def open(self, spider: Spider) -> Any:
         self.spider = spider
         result = self.df.open()
-        store = self.frontier.store
-        store.open()
+        self.frontier.open()
         recovered = self.frontier.recover()
         if hasattr(self.df, "replay"):
-            fps, mark = store.admitted_since(getattr(self.df, "mark", 0))
+            fps, mark = self.frontier.admitted_since(getattr(self.df, "mark", 0))
             self.df.replay(fps, mark)
             if fps:
                 logger.info("Seen set: replayed %d admissions journalled after its snapshot",
@@ -248,7 +245,7 @@ class FrontierScheduler(BaseScheduler):
             sig.connect(self._on_storage_failed, signal=storage_failed)
             sig.connect(self._on_downloaded, signal=signals.response_downloaded)
             sig.connect(self._on_left, signal=signals.request_left_downloader)
-            if isinstance(self.frontier, RedisFrontier) and self.frontier.wait_for_seeds:
+            if self.frontier.wait_for_seeds:
                 sig.connect(self._keep_waiting, signal=signals.spider_idle)
         self._start_loop(self._flush, self.flush_interval)
         self.lag.start(call_later)
@@ -271,18 +268,18 @@ class FrontierScheduler(BaseScheduler):
             self._wake_call.cancel()
             self._wake_call = self._wake_due = None
         if self._frozen:  # nothing more is called done: what was not stored is fetched again
-            self.frontier.store.close(commit=False)
+            self.frontier.close(commit=False)
         else:
             self._confirm_unconfirmed()
             self._reap(final=reason == "finished")
             try:
-                self.frontier.store.close()
+                self.frontier.close()
                 if hasattr(self.df, "flush"):
                     self.df.flush()
             except (OSError, sqlite3.Error) as exc:
                 self._storage_error(exc)
             if hasattr(self.df, "mark"):
-                self.df.mark = self.frontier.store.admitted_mark()
+                self.df.mark = self.frontier.admitted_mark()
         if self.stats is not None:
             self.stats.set_value("frontier/pending", self.frontier.pending())
             parked = self.frontier.parked_pending(time.time())
@@ -293,8 +290,7 @@ class FrontierScheduler(BaseScheduler):
                             "longer than CRAWLER_EXT_POLITENESS_BACKOFF_MAX): %s", len(
                                 self.frontier.parked), parked, ", ".join(
                                 sorted(self.frontier.parked)[:20]))
-            if isinstance(self.frontier, RedisFrontier):
-                self.frontier.publish_stats(self.stats.get_stats())
+            self.frontier.publish_stats(self.stats.get_stats())
         return self.df.close("disk_full" if self._frozen else reason)
 
     def _start_loop(self, func: Any, interval: float, now: bool = True) -> None:
@@ -496,7 +492,7 @@ class FrontierScheduler(BaseScheduler):
         once, counted in scheduler/unserializable as Scrapy does: lost if the process dies)."""
         if is_plain(request, self.spider):
             return encode_request(request, self.spider)
-        if self.frontier.store.durable:
+        if self.frontier.durable:
             try:
                 return encode_request(request, self.spider)
             except Exception as exc:  # noqa: BLE001 - to_dict/pickle raise many types
@@ -563,7 +559,7 @@ class FrontierScheduler(BaseScheduler):
         self._inc(f"scheduler/enqueued/{self._where(entry)}")
 
     def _where(self, entry: Entry) -> str:
-        return "memory" if entry.data[:1] == b"M" or not self.frontier.store.durable else "disk"
+        return "memory" if entry.data[:1] == b"M" or not self.frontier.durable else "disk"
 
     def _await_dns(self, host: str, item: tuple[Request, str, int, str | None]) -> None:
         waiting = self._awaiting_dns.get(host)
@@ -847,7 +843,7 @@ class FrontierScheduler(BaseScheduler):
         if self._frozen:  # what the journal would call done was not all stored
             return
         try:
-            self.frontier.store.flush()
+            self.frontier.flush()
             if hasattr(self.df, "flush"):
                 self.df.flush()  # after the journal: the seen set never runs ahead of it
         except (OSError, sqlite3.Error) as exc:
@@ -859,8 +855,8 @@ class FrontierScheduler(BaseScheduler):
         if self._frozen:
             return
         try:
-            self.frontier.store.flush()
-            self.df.snapshot(self.frontier.store.admitted_mark())
+            self.frontier.flush()
+            self.df.snapshot(self.frontier.admitted_mark())
         except (OSError, sqlite3.Error) as exc:
             self._storage_error(exc)
 
@@ -879,10 +875,11 @@ class FrontierScheduler(BaseScheduler):
         dispatched = self.stats.get_value("frontier/dispatched", 0) if self.stats else 0
         rate = (dispatched - self._dispatched_at_last_log) * 60.0 / self.log_interval
         self._dispatched_at_last_log = dispatched
+        bands = self.frontier.band_sizes()
         logger.info(
             "Frontier: %d queued (bands %s), %d active hosts, %d in flight, %d dispatched "
             "(%.0f/min)", self.frontier.pending(),
-            "/".join(map(str, self.frontier.store.front_sizes())),
+            "/".join(map(str, bands)) if bands is not None else "shared",
             self.frontier.active_keys(), len(self._inflight), dispatched, rate)
 
     def _inc(self, key: str, count: int = 1) -> None:

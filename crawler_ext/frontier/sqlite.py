@@ -21,8 +21,9 @@ from crawler_ext.int64 import to_unsigned as _unsigned
 __all__ = ["SqliteStore"]
 
 
-def _row(e: Entry) -> tuple[int, str, int, int, bytes, int]:
-    return (e.id, e.key, e.band, _signed(e.fp), e.data, e.priority)
+def _row(e: Entry, due: float | None = None) -> tuple[int, str, int, int, bytes, int,
+                                                        float | None]:
+    return (e.id, e.key, e.band, _signed(e.fp), e.data, e.priority, due)
 
 class SqliteStore(MemoryStore):
     durable = True
@@ -31,7 +32,8 @@ class SqliteStore(MemoryStore):
         super().__init__(bands)
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
-        self._inserts: list[tuple[int, str, int, int, bytes, int]] = []
+        self._inserts: list[tuple[int, str, int, int, bytes, int, float | None]] = []
+        self._undelayed: list[tuple[int]] = []
         self._bands: dict[int, int] = {}
         self._deletes: list[tuple[int]] = []
         self._changed_hosts: set[str] = set()
@@ -45,10 +47,12 @@ class SqliteStore(MemoryStore):
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
                    " band INTEGER NOT NULL, fp INTEGER NOT NULL, data BLOB NOT NULL,"
-                   " priority INTEGER NOT NULL DEFAULT 0)")
+                   " priority INTEGER NOT NULL DEFAULT 0, due REAL)")
         columns = {row[1] for row in db.execute("PRAGMA table_info(entries)")}
         if "priority" not in columns:  # a frontier written before priorities were kept
             db.execute("ALTER TABLE entries ADD COLUMN priority INTEGER NOT NULL DEFAULT 0")
+        if "due" not in columns:  # ... or before delayed entries
+            db.execute("ALTER TABLE entries ADD COLUMN due REAL")
         db.execute("CREATE TABLE IF NOT EXISTS admitted (fp INTEGER NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS hosts (key TEXT PRIMARY KEY, delay REAL, "
                    "backoff REAL, crawl_delay REAL, next_allowed REAL, floor REAL)")
@@ -60,14 +64,21 @@ class SqliteStore(MemoryStore):
         for key, delay, backoff, crawl_delay, next_allowed, floor in self._db.execute(
                 "SELECT key, delay, backoff, crawl_delay, next_allowed, floor FROM hosts"):
             self._hosts[key] = HostState(delay, backoff, crawl_delay, next_allowed, floor)
-        entries = [Entry(key, min(band, self.bands - 1), data, _unsigned(fp), entry_id, priority)
-                   for entry_id, key, band, fp, data, priority in self._db.execute(
-                       "SELECT id, key, band, fp, data, priority FROM entries ORDER BY id")]
-        if entries:
-            last = entries[-1].id
+        entries, delayed = [], []
+        for entry_id, key, band, fp, data, priority, due in self._db.execute(
+                "SELECT id, key, band, fp, data, priority, due FROM entries ORDER BY id"):
+            entry = Entry(key, min(band, self.bands - 1), data, _unsigned(fp), entry_id, priority)
+            if due is None:
+                entries.append(entry)
+            else:
+                delayed.append((due, entry))
+        last = max([e.id for e in entries] + [e.id for _, e in delayed], default=0)
+        if last:
             self._ids = itertools.count(last + 1)
         MemoryStore.front_push(self, entries)
-        return entries
+        for due, entry in delayed:
+            MemoryStore.delay_push(self, [entry], due)
+        return entries + [entry for _, entry in delayed]
 
     def close(self, commit: bool = True) -> None:
         """Commit what is pending (unless ``commit`` is False: a disk filled up, and what is
@@ -82,15 +93,18 @@ class SqliteStore(MemoryStore):
 
     def flush(self) -> None:
         if self._db is None or not (self._inserts or self._deletes or self._bands
-                                    or self._changed_hosts or self._admitted):
+                                    or self._changed_hosts or self._admitted
+                                    or self._undelayed):
             return
         db = self._db
         db.execute("BEGIN")
         if self._admitted:
             db.executemany("INSERT INTO admitted (fp) VALUES (?)", self._admitted)
         if self._inserts:
-            db.executemany("INSERT OR REPLACE INTO entries (id, key, band, fp, data, priority) "
-                           "VALUES (?, ?, ?, ?, ?, ?)", self._inserts)
+            db.executemany("INSERT OR REPLACE INTO entries (id, key, band, fp, data, priority, "
+                           "due) VALUES (?, ?, ?, ?, ?, ?, ?)", self._inserts)
+        if self._undelayed:
+            db.executemany("UPDATE entries SET due = NULL WHERE id = ?", self._undelayed)
         if self._bands:
             db.executemany("UPDATE entries SET band = ? WHERE id = ?",
                            [(band, i) for i, band in self._bands.items()])
@@ -107,6 +121,7 @@ class SqliteStore(MemoryStore):
             self._mark = db.execute("SELECT max(rowid) FROM admitted").fetchone()[0]
             self._admitted.clear()
         self._inserts.clear()
+        self._undelayed.clear()
         self._bands.clear()
         self._deletes.clear()
         self._changed_hosts.clear()
@@ -115,6 +130,15 @@ class SqliteStore(MemoryStore):
         super().front_push(entries)
         self._inserts.extend(_row(e) for e in entries)
         self._admitted.extend((_signed(e.fp),) for e in entries if e.fp)
+
+    def delay_push(self, entries: list[Entry], due: float) -> None:
+        super().delay_push(entries, due)
+        self._inserts.extend(_row(e, due) for e in entries)
+
+    def release_due(self, now: float) -> list[Entry]:
+        due = super().release_due(now)
+        self._undelayed.extend((e.id,) for e in due)
+        return due
 
     def admitted_since(self, mark: int) -> tuple[list[int], int]:
         assert self._db is not None

@@ -10,7 +10,8 @@ backends hold data only.  A backend keeps:
 * leases: entries handed to the downloader and not yet completed;
 * host state: learned per-key politeness (delay, backoff, Crawl-delay);
 * the admission journal: fingerprints admitted, in order, so that the seen set can be
-  rebuilt from its last snapshot plus what came after it (``admitted_since``).
+  rebuilt from its last snapshot plus what came after it (``admitted_since``);
+* delayed entries: due time -> entry, moved to the front queues when due (``release_due``).
 
 Durable backends make every admitted entry survive a crash until ``complete()`` is
 called for it; ``recover()`` returns the entries to route again after a restart.
@@ -82,6 +83,11 @@ class FrontierStore(Protocol):
 
     def pending(self) -> int: ...
 
+    def delay_push(self, entries: list[Entry], due: float) -> None: ...
+    def release_due(self, now: float) -> list[Entry]: ...
+    def next_due(self) -> float | None: ...
+    def delayed(self) -> int: ...
+
     def admitted_since(self, mark: int) -> tuple[list[int], int]: ...
     def admitted_mark(self) -> int: ...
 
@@ -103,6 +109,7 @@ class MemoryStore:
         self._heap_seq = itertools.count()
         self._leased: dict[int, Entry] = {}
         self._hosts: dict[str, HostState] = {}
+        self._delayed: list[tuple[float, int, Entry]] = []
 
     # lifecycle
     def open(self) -> None:
@@ -208,4 +215,25 @@ class MemoryStore:
         pass
 
     def pending(self) -> int:
-        return sum(self._front_len) + self._back_total
+        return sum(self._front_len) + self._back_total + len(self._delayed)
+
+    # delayed entries
+    def delay_push(self, entries: list[Entry], due: float) -> None:
+        for entry in entries:
+            self._assign_id(entry)
+            heapq.heappush(self._delayed, (due, entry.id, entry))
+
+    def release_due(self, now: float) -> list[Entry]:
+        """Move the entries due by ``now`` to the front queues; those entries."""
+        due: list[Entry] = []
+        while self._delayed and self._delayed[0][0] <= now:
+            due.append(heapq.heappop(self._delayed)[2])
+        if due:
+            MemoryStore.front_push(self, due)
+        return due
+
+    def next_due(self) -> float | None:
+        return self._delayed[0][0] if self._delayed else None
+
+    def delayed(self) -> int:
+        return len(self._delayed)

@@ -1,0 +1,107 @@
+"""The frontier contract: what the scheduler asks of a frontier, whatever keeps it.
+
+Three backends implement it: :class:`~crawler_ext.frontier.core.Frontier` over the memory or
+the sqlite store (one process), and :class:`~crawler_ext.frontier.redis.RedisFrontier` (many
+workers).  The scheduler talks to this contract only; no code looks at which backend it has.
+``tests/test_frontier_contract.py`` runs the same scenarios over all three.
+
+The life of an entry::
+
+    add / add_delayed ──▶ queued (delayed: from its due time on)
+    next   ──▶ leased: its politeness key is taken too (no other entry of the key goes out,
+               in this process or any other worker, until the key is released)
+    done   ──▶ the key is released with its outcome (status, latency, Retry-After), which sets
+               its next allowed time; ``release`` frees it unchanged (dropped before the network)
+    complete ──▶ the entry is forgotten (its response was processed, its links admitted)
+
+A durable backend keeps every entry not yet completed: after a crash ``recover`` (or, for
+Redis, lease expiry: ``flush`` renews this worker's leases and reclaims those of dead workers)
+hands in-flight entries out again.  Within one key, entries go out by ``Request.priority``,
+then band, then arrival; across keys, the bands (weighted, none starves) decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from crawler_ext.frontier.politeness import Outcome
+from crawler_ext.frontier.storage import Entry
+
+__all__ = ["FrontierBackend", "FrontierHooks", "Gate"]
+
+#: A gate looks at the entry about to be dispatched and answers: the entry itself (go), a
+#: substitute entry to dispatch first (a prerequisite such as robots.txt; the entry waits),
+#: a time to hold the entry's key until, or ``DROP``.
+Gate = Callable[[Entry, float], "Entry | float | str"]
+
+
+class FrontierHooks(Protocol):
+    """What a shared frontier calls back in the scheduler (a local frontier never does)."""
+
+    def wake(self) -> None: ...
+    def seeds(self, urls: list[str]) -> None: ...
+    def robots_import(self, origin: str, status: int | None, body: bytes,
+                      fetched_at: float) -> None: ...
+
+
+class FrontierBackend(Protocol):
+    #: entries outlive the process, so requests are stored serialised
+    durable: bool
+    #: keys asked to wait past the backoff cap -> until when (they do not hold the crawl open)
+    parked: dict[str, float]
+    #: an idle crawl waits for seeds pushed from outside (distributed mode)
+    wait_for_seeds: bool
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def open(self) -> None: ...
+    def recover(self) -> int:
+        """Route again what a durable backend held at the last stop; how many entries."""
+    def flush(self) -> None:
+        """Commit what is pending (journal, shared store); renew and reclaim leases."""
+    def close(self, commit: bool = True) -> None:
+        """``commit=False``: a disk filled up; nothing pending is called done."""
+
+    # -- the admission journal (replayed into the seen set after its last snapshot) ---------
+    def admitted_since(self, mark: int) -> tuple[list[int], int]: ...
+    def admitted_mark(self) -> int: ...
+
+    # -- entries ----------------------------------------------------------------------------
+    def add(self, entries: list[Entry], check_seen: bool = True) -> None: ...
+    def add_delayed(self, entries: list[Entry], due: float) -> None:
+        """Queue entries that become ready at unix time ``due`` (a recrawl's revisit)."""
+    def relink(self, fp: int) -> int | None:
+        """One more inlink of a URL still queued: its count, or None (not known here)."""
+    def promote(self, fp: int, band: int) -> bool: ...
+
+    # -- leases -----------------------------------------------------------------------------
+    def next(self, now: float, gate: Gate | None = None) -> Entry | None:
+        """Take ready work: the best entry of a key that may be contacted now, leased."""
+    def next_ready_time(self) -> float | None:
+        """When the next entry known here becomes ready (None: nothing known)."""
+    def done(self, entry: Entry, outcome: Outcome, now: float) -> float:
+        """Release the entry's key with its outcome; the key's delay, in seconds."""
+    def release(self, entry: Entry, now: float) -> None: ...
+    def complete(self, entry_ids: list[int]) -> None: ...
+
+    # -- politeness state -------------------------------------------------------------------
+    def set_crawl_delay(self, key: str, seconds: float | None) -> None: ...
+    def robots_answered(self, key: str, origin: str, status: int | None, body: bytes,
+                        now: float) -> None: ...
+
+    # -- sizes ------------------------------------------------------------------------------
+    def pending(self) -> int:
+        """At least the entries queued or delayed and not yet taken (a shared frontier counts
+        every entry not completed, anywhere); 0 once there is nothing left to hand out."""
+    def delayed(self) -> int: ...
+    def band_sizes(self) -> list[int] | None:
+        """Queued entries per band (None: a shared frontier does not count them)."""
+    def parked_pending(self, now: float) -> int: ...
+    def active_keys(self) -> int: ...
+
+    # -- distributed mode (no-ops for a local frontier) -------------------------------------
+    def attach(self, hooks: FrontierHooks) -> None: ...
+    def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
+                   on_stat: Callable[[str, float], None]) -> Any:
+        """A log every worker reads (learned rules), or None when the frontier is local."""
+    def publish_stats(self, stats: dict[str, Any]) -> None: ...
