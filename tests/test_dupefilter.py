@@ -59,3 +59,53 @@ def test_exact_mode_never_skips_a_new_url(tmp_path: Path) -> None:
     fresh = [fp for fp in range(50_001, 60_001) if df.seen_fingerprint(fp) is MAYBE][0]
     assert df.confirm([fresh, fresh]) == [False, True]
     df.close()
+
+
+def test_the_scheduler_adapts_scrapys_rfpdupefilter_explicitly(caplog) -> None:
+    import logging
+
+    from scrapy.dupefilters import RFPDupeFilter
+    from scrapy.utils.test import get_crawler
+
+    from crawler_ext.frontier.scheduler import FrontierScheduler
+
+    crawler = get_crawler(settings_dict={
+        "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
+        "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter"})
+    with caplog.at_level(logging.INFO, logger="crawler_ext.seen.adapter"):
+        scheduler = FrontierScheduler.from_crawler(crawler)
+    assert "RFPDupeFilter is not one of crawler_ext's" in caplog.text
+    assert isinstance(scheduler.df.dupefilter, RFPDupeFilter)
+    from scrapy import Spider
+
+    scheduler.spider = Spider("t")  # (open() would set it, and start the reactor's loops)
+    scheduler.spider.crawler = crawler
+    assert scheduler.enqueue_request(Request("http://127.0.0.1/a"))
+    assert not scheduler.enqueue_request(Request("http://127.0.0.1/a"))  # RFPDupeFilter's say
+    assert scheduler.enqueue_request(Request("http://127.0.0.1/a", method="POST", body=b"x"))
+    scheduler.close("finished")
+
+
+def test_a_dupefilter_class_that_is_not_one_is_refused_in_one_line(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "web", "-a",
+                           "seeds=http://127.0.0.1:9/", "-s", "DUPEFILTER_CLASS=builtins.dict"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].endswith(
+        "DUPEFILTER_CLASS builtins.dict has no request_seen(): it is not a Scrapy dupefilter")
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_bloom_filter_is_a_seen_set() -> None:
+    from crawler_ext.seen import SeenSet, as_seen_set
+
+    df = BloomDupeFilter(capacity=1000)
+    assert as_seen_set(df) is df
+    members = [m for m in dir(SeenSet) if not m.startswith("_")]
+    assert [m for m in members if not hasattr(df, m)] == []
+    assert df.check(Request("http://e.com/"), 42) is False and df.check(Request("http://x/"), 42)

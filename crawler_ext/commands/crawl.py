@@ -22,6 +22,15 @@ class Command(ScrapyCrawlCommand):
             config.validate_all(self.settings)
         except config.ConfigError as exc:
             raise UsageError(str(exc), print_help=False) from None
+        if self.settings.get("SCHEDULER") == "crawler_ext.frontier.FrontierScheduler":
+            from scrapy.utils.misc import load_object
+
+            from crawler_ext.seen.adapter import check_dupefilter_class
+
+            try:
+                check_dupefilter_class(load_object(self.settings["DUPEFILTER_CLASS"]))
+            except (config.ConfigError, ImportError, NameError, ValueError) as exc:
+                raise UsageError(str(exc), print_help=False) from None
         if config.get(self.settings, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis":
             _check_redis(self.settings)
         if len(args) == 1:

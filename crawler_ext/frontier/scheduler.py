@@ -31,7 +31,7 @@ from scrapy.utils.reactor import is_reactor_installed
 from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
 from crawler_ext.distributed import crawl_prefix, redis_from_settings
-from crawler_ext.dupefilter import MAYBE
+from crawler_ext.seen import MAYBE, SeenSet, as_seen_set
 from crawler_ext.netguard import NetworkGuard, use_bundled_public_suffix_list
 from crawler_ext.redisbloom import RedisBloom
 from crawler_ext.blocklist import Blocklist
@@ -119,7 +119,7 @@ class FrontierScheduler(BaseScheduler):
         frontier.attach(self)  # a shared frontier calls wake(), seeds(), robots_import()
         self._rules_log: SharedLog | None = frontier.shared_log(
             "rules", self._shared_rules, lambda k, v: self._inc(k, int(v)))
-        self.df = dupefilter
+        self.df: SeenSet = as_seen_set(dupefilter)  # the seen set, whatever DUPEFILTER_CLASS is
         self.scorer = scorer
         self.admission = admission or Admission()
         self.stats = stats
@@ -127,7 +127,6 @@ class FrontierScheduler(BaseScheduler):
         self.flush_interval = flush_interval
         self.log_interval = log_interval
         self.snapshot_interval = snapshot_interval
-        self._df_takes_fp = hasattr(dupefilter, "seen_fingerprint")
         self._unconfirmed: list[tuple[Request, str, int, str | None]] = []
         # exact spellings of links recently admitted or found seen -> their fingerprint: a
         # link seen again (a site's navigation, on every page) is refused without
@@ -221,12 +220,11 @@ class FrontierScheduler(BaseScheduler):
         result = self.df.open()
         self.frontier.open()
         recovered = self.frontier.recover()
-        if hasattr(self.df, "replay"):
-            fps, mark = self.frontier.admitted_since(getattr(self.df, "mark", 0))
-            self.df.replay(fps, mark)
-            if fps:
-                logger.info("Seen set: replayed %d admissions journalled after its snapshot",
-                            len(fps))
+        fps, mark = self.frontier.admitted_since(self.df.mark)
+        self.df.replay(fps, mark)
+        if fps:
+            logger.info("Seen set: replayed %d admissions journalled after its snapshot",
+                        len(fps))
         if recovered:
             logger.info("Frontier: resumed %d queued or in-flight requests", recovered)
             self._inc("frontier/recovered", recovered)
@@ -253,7 +251,7 @@ class FrontierScheduler(BaseScheduler):
             self._rules_log.start()
         if self.log_interval:
             self._start_loop(self._log_progress, self.log_interval, now=False)
-        if hasattr(self.df, "snapshot") and self.snapshot_interval:
+        if self.snapshot_interval:
             self._start_loop(self._snapshot, self.snapshot_interval, now=False)
         return result
 
@@ -274,12 +272,10 @@ class FrontierScheduler(BaseScheduler):
             self._reap(final=reason == "finished")
             try:
                 self.frontier.close()
-                if hasattr(self.df, "flush"):
-                    self.df.flush()
+                self.df.flush()
             except (OSError, sqlite3.Error) as exc:
                 self._storage_error(exc)
-            if hasattr(self.df, "mark"):
-                self.df.mark = self.frontier.admitted_mark()
+            self.df.mark = self.frontier.admitted_mark()
         if self.stats is not None:
             self.stats.set_value("frontier/pending", self.frontier.pending())
             parked = self.frontier.parked_pending(time.time())
@@ -445,8 +441,7 @@ class FrontierScheduler(BaseScheduler):
         plain = request.method in ("GET", "HEAD") and not request.body
         fp = fingerprint(canonical) if plain else self._request_fp(request, canonical)
         if _checks_seen(request):
-            seen = (self.df.seen_fingerprint(fp) if self._df_takes_fp
-                    else self.df.request_seen(request))
+            seen = self.df.check(request, fp)
             if seen is MAYBE:  # exact mode: confirmed in one batch at the next flush
                 self._unconfirmed.append((request, canonical, fp, referer_url))
                 return True
@@ -466,8 +461,7 @@ class FrontierScheduler(BaseScheduler):
         CRAWLER_EXT_ALLOWED_SCHEMES allows them (NotSupported, in the request's errback)."""
         fp = fingerprint(request.url)
         if not request.dont_filter:
-            seen = (self.df.seen_fingerprint(fp) if self._df_takes_fp
-                    else self.df.request_seen(request))
+            seen = self.df.check(request, fp)
             if seen is MAYBE:
                 seen = self.df.confirm([fp])[0]
             if seen:
@@ -613,8 +607,7 @@ class FrontierScheduler(BaseScheduler):
             depth = int(request.meta.get("depth", 0))
             score = self.scorer.score(politeness_key(canonical), depth, inlinks)
             self.frontier.promote(fp, self.scorer.band(score, request.priority))
-        if hasattr(self.df, "log"):
-            self.df.log(request, self.spider)
+        self.df.log(request, self.spider)
 
     def _confirm_unconfirmed(self) -> None:
         if not self._unconfirmed:
@@ -844,8 +837,7 @@ class FrontierScheduler(BaseScheduler):
             return
         try:
             self.frontier.flush()
-            if hasattr(self.df, "flush"):
-                self.df.flush()  # after the journal: the seen set never runs ahead of it
+            self.df.flush()  # after the journal: the seen set never runs ahead of it
         except (OSError, sqlite3.Error) as exc:
             self._storage_error(exc)
 
