@@ -72,3 +72,26 @@ def test_the_scheduler_closes_without_an_engine() -> None:
     assert scheduler.enqueue_request(Request("http://127.0.0.1/a"))
     scheduler.close("finished")  # no engine: nothing to ask what is in progress
     scheduler.close("shutdown")
+
+
+def test_the_engine_handle_fails_loudly_when_scrapys_internals_are_missing() -> None:
+    from types import SimpleNamespace
+
+    import pytest
+
+    from crawler_ext.frontier.engine import EngineHandle
+
+    calls: list[str] = []
+    slot = SimpleNamespace(nextcall=SimpleNamespace(schedule=lambda: calls.append("wake")),
+                           inprogress={"r"})
+    handle = EngineHandle(SimpleNamespace(engine=SimpleNamespace(_slot=slot)))
+    handle.check()
+    handle.wake()
+    assert calls == ["wake"] and handle.in_progress() == {"r"}
+    EngineHandle(SimpleNamespace()).check()  # no engine: nothing to wake, no error
+    renamed = EngineHandle(SimpleNamespace(engine=SimpleNamespace(_slot=SimpleNamespace(
+        nextcall=None))))
+    with pytest.raises(RuntimeError, match=r"_slot.nextcall.schedule\(\), _slot.inprogress"):
+        renamed.check()
+    with pytest.raises(RuntimeError, match=r"ExecutionEngine._slot"):
+        EngineHandle(SimpleNamespace(engine=SimpleNamespace())).check()

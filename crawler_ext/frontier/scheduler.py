@@ -51,6 +51,7 @@ from crawler_ext.frontier.politeness import (
     parse_retry_after,
 )
 from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.engine import EngineHandle
 from crawler_ext.frontier.redis import RedisFrontier
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.sqlite import SqliteStore
@@ -158,6 +159,7 @@ class FrontierScheduler(BaseScheduler):
         self._prefetched: set[str] = set()
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
+        self.engine = EngineHandle(crawler)  # waking it, and what it still processes
         self._wake_call: Any = None
         self._wake_due: float | None = None  # when the armed wake-up fires (time.time())
         self.lag = LagProbe(time.time)  # the reactor's own lag, kept out of response times
@@ -217,6 +219,7 @@ class FrontierScheduler(BaseScheduler):
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, spider: Spider) -> Any:
         self.spider = spider
+        self.engine.check()
         result = self.df.open()
         self.frontier.open()
         recovered = self.frontier.recover()
@@ -792,9 +795,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _wake(self) -> None:
         self._wake_call = self._wake_due = None
-        slot = getattr(_engine(self.crawler), "_slot", None)
-        if slot is not None and getattr(slot, "nextcall", None) is not None:
-            slot.nextcall.schedule()
+        self.engine.wake()
 
     # -- completion and durability ---------------------------------------------------------
     def _reap(self, final: bool = False) -> None:
@@ -804,8 +805,7 @@ class FrontierScheduler(BaseScheduler):
             return
         if self._awaiting_dns and not final:
             return  # links waiting for DNS are not journalled yet: complete nothing now
-        slot = getattr(_engine(self.crawler), "_slot", None)
-        in_progress = getattr(slot, "inprogress", None)
+        in_progress = self.engine.in_progress()
         now = time.time()
         done: list[int] = []
         for request, info in list(self._inflight.items()):
@@ -880,14 +880,6 @@ class FrontierScheduler(BaseScheduler):
 
 
 _LOW_BITS = (1 << REST_BITS) - 1
-
-def _engine(crawler: Any) -> Any:
-    """The crawler's engine, or None (Scrapy 2.19's ``Crawler.engine`` raises without one)."""
-    try:
-        return getattr(crawler, "engine", None)
-    except (AttributeError, RuntimeError):
-        return None
-
 
 #: the frontier's own robots.txt fetches go before any other request of their key
 ROBOTS_PRIORITY = 1000

@@ -1,0 +1,71 @@
+"""What the frontier needs from Scrapy's engine beyond its public API, in one place.
+
+Two things have no public API in Scrapy 2.19:
+
+* waking the engine's loop when a politeness key becomes ready (``engine._slot.nextcall``),
+  so that a 0.25 s delay means 0.25 s and not the engine's 5 s heartbeat;
+* the requests whose responses the engine is still processing (``engine._slot.inprogress``),
+  so that a durable frontier forgets an entry only after its links were admitted.
+
+:meth:`EngineHandle.check` runs when the scheduler opens: if the engine is there but these
+internals are not (a Scrapy that renamed them), the crawl stops at start with one clear
+error, instead of crawling with 5 s stalls or completing entries too early.  Without an
+engine (the scheduler used on its own, in tests) there is nothing to wake.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["EngineHandle", "engine_of"]
+
+
+def engine_of(crawler: Any) -> Any:
+    """The crawler's engine, or None (Scrapy 2.19's ``Crawler.engine`` raises without one)."""
+    try:
+        return getattr(crawler, "engine", None)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+class EngineHandle:
+    def __init__(self, crawler: Any) -> None:
+        self.crawler = crawler
+
+    def _slot(self) -> Any:
+        return getattr(engine_of(self.crawler), "_slot", None)
+
+    def check(self) -> None:
+        """Fail loudly if the engine is running without the internals relied on."""
+        engine = engine_of(self.crawler)
+        if engine is None:
+            return
+        if not hasattr(engine, "_slot"):
+            missing = ["ExecutionEngine._slot"]
+        elif engine._slot is None:  # opened outside the engine's open_spider: nothing to check
+            return
+        else:
+            slot = engine._slot
+            missing = [name for name, ok in (
+                ("_slot.nextcall.schedule()", callable(getattr(getattr(slot, "nextcall", None),
+                                                               "schedule", None))),
+                ("_slot.inprogress", hasattr(slot, "inprogress")),
+            ) if not ok]
+        if missing:
+            import scrapy
+
+            raise RuntimeError(
+                f"crawler_ext's frontier scheduler needs Scrapy's engine internals "
+                f"{', '.join(missing)}, which Scrapy {scrapy.__version__} does not have; "
+                f"use a Scrapy version crawler_ext supports (see README)")
+
+    def wake(self) -> None:
+        """Ask the engine for its next loop now."""
+        slot = self._slot()
+        if slot is not None:
+            slot.nextcall.schedule()
+
+    def in_progress(self) -> Any:
+        """Requests the engine is processing (a set), or None without an engine."""
+        slot = self._slot()
+        return None if slot is None else slot.inprogress
