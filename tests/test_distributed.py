@@ -163,6 +163,17 @@ def _worker(web, workdir: Path, n: int, extra: dict | None = None,
                             env=dict(os.environ, PYTHONPATH=pythonpath))
 
 
+def _wait_all(workers: list[subprocess.Popen], tmp_path: Path, timeout: float = 180) -> None:
+    for n, w in enumerate(workers):
+        assert w.wait(timeout=timeout) == 0, (tmp_path / f"worker{n}.log").read_text()[-3000:]
+
+
+def _kill_all(workers: list[subprocess.Popen]) -> None:
+    for w in workers:
+        if w.poll() is None:
+            w.kill()
+
+
 def test_three_workers_one_killed_fetch_every_page_once_and_stay_polite(
         redis, testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=30, pages=12, hazards=False)
@@ -174,9 +185,7 @@ def test_three_workers_one_killed_fetch_every_page_once_and_stay_polite(
     try:
         _crawl_with_a_kill(web, tmp_path, workers)
     finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
+        _kill_all(workers)
 
 
 def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen]) -> None:
@@ -238,12 +247,9 @@ def test_workers_share_the_content_index(redis, testweb_factory, tmp_path: Path)
                                        "CRAWLER_EXT_ROBOTS_MAX_FAILURES": 1})
         workers.append(w)
     try:
-        for w in workers:
-            assert w.wait(timeout=240) == 0, (tmp_path / "worker0.log").read_text()[-3000:]
+        _wait_all(workers, tmp_path, timeout=240)
     finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
+        _kill_all(workers)
     items = [[json.loads(line) for line in (tmp_path / f"items{n}.jsonl").read_text().splitlines()]
              for n in range(2)]
     unique = [{i["url"] for i in its if i["dedup"] and i["dedup"]["verdict"] == "unique"}
@@ -306,12 +312,9 @@ def test_workers_ride_out_a_redis_outage(testweb_factory, tmp_path: Path, fault:
             down_at = len(read_log(web.log_path))
             time.sleep(30)
             server.send_signal(signal.SIGCONT)
-        for n, w in enumerate(workers):
-            assert w.wait(timeout=180) == 0, (tmp_path / f"worker{n}.log").read_text()[-3000:]
+        _wait_all(workers, tmp_path)
     finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
+        _kill_all(workers)
         server.send_signal(signal.SIGCONT)
         server.terminate()
         server.wait()
@@ -356,12 +359,9 @@ def test_workers_whose_clocks_are_ten_minutes_off_stay_polite_and_fetch_once(
         (shim / "sitecustomize.py").write_text(SKEWED_CLOCK.replace("OFFSET", str(offset)))
         workers.append(_worker(web, tmp_path, n, pythonpath=f"{shim}{os.pathsep}{ROOT}"))
     try:
-        for n, w in enumerate(workers):
-            assert w.wait(timeout=180) == 0, (tmp_path / f"worker{n}.log").read_text()[-3000:]
+        _wait_all(workers, tmp_path)
     finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
+        _kill_all(workers)
     log = read_log(web.log_path)
     fetched = Counter((e.host, e.path) for e in log)
     assert len(fetched) == 220  # 200 pages and 20 robots.txt

@@ -10,7 +10,6 @@ waiting for the engine's 5-second heartbeat.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import sqlite3
@@ -52,11 +51,13 @@ from crawler_ext.frontier.politeness import (
 )
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.engine import EngineHandle
+from crawler_ext.frontier.keys import PolitenessKeys, politeness_key
+from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.redis import RedisFrontier
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
-from crawler_ext.robots import Decision, RobotsCache, origin_of
+from crawler_ext.robots import RobotsCache
 from crawler_ext.sharedlog import SharedLog
 from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.signals import (
@@ -77,14 +78,6 @@ if TYPE_CHECKING:
 __all__ = ["FrontierScheduler", "politeness_key"]
 
 logger = logging.getLogger(__name__)
-
-
-def politeness_key(url: str) -> str:
-    """The URL's host name: the unit of politeness unless CRAWLER_EXT_POLITENESS_KEY is "ip"."""
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 @dataclass(slots=True)
@@ -138,12 +131,11 @@ class FrontierScheduler(BaseScheduler):
         self.learn_min_evidence = learn_min_evidence
         self._evidence: Counter[tuple[str, str]] = Counter()
         self._dup_patterns: Counter[tuple[str, str]] = Counter()
-        self.robots = robots  # None: robots.txt not obeyed
+        # robots.txt as the prerequisite of an origin's URLs (None: robots.txt not obeyed)
+        self.robots: RobotsGate | None = RobotsGate(
+            robots, frontier, self._key_of_host, self._inc, self._sitemaps_found) \
+            if robots is not None else None
         self.blocklist = blocklist or Blocklist()
-        # robots.txt redirects, waiting in the frontier on their target's politeness key as
-        # b"H<token>" entries (the Request, with its redirect history, stays here)
-        self._robots_hops: dict[int, Request] = {}
-        self._hop_tokens = 0
         # requests kept as objects (b"M<token>" entries): every non-plain request in the
         # memory frontier, and those a durable one cannot serialise
         self._live: dict[int, Request] = {}
@@ -151,12 +143,7 @@ class FrontierScheduler(BaseScheduler):
         self._unserialisable_logged = False
         self._parked_logged = 0
         self._frozen = False  # a disk filled up: the journal commits nothing more
-        self._robots_failure_logged = False
-        self.key_by_ip = key_by_ip
-        self._ip_keys: dict[str, str] = {}  # host -> "ip:ADDRESS" (or the host if unresolvable)
-        self._awaiting_dns: dict[str, list[tuple[Request, str, int, str | None]]] = {}
-        self.dns_prefetch = dns_prefetch
-        self._prefetched: set[str] = set()
+        self.keys = PolitenessKeys(key_by_ip, dns_prefetch, self._resolved, self._inc)
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self.engine = EngineHandle(crawler)  # waking it, and what it still processes
@@ -321,14 +308,15 @@ class FrontierScheduler(BaseScheduler):
     # -- the scheduler interface -------------------------------------------------------------
     def has_pending_requests(self) -> bool:
         return self.frontier.pending() > self.frontier.parked_pending(time.time()) or bool(
-            self._unconfirmed or self._awaiting_dns)
+            self._unconfirmed or self.keys.waiting())
 
     # -- robots.txt and the blocklist, checked when a URL's turn comes ----------------------
     def _gate(self, entry: Entry, now: float) -> Entry | float | str:
         if entry.data[:1] == b"H":  # a robots.txt redirect: no robots.txt for robots.txt
-            hop = self._robots_hops.get(int(entry.data[1:]))
+            hop = self.robots.hop(entry) if self.robots is not None else None
             if hop is None or self.blocklist.blocked(hop.url):  # (a hop lost in a restart)
-                self._robots_hops.pop(int(entry.data[1:]), None)
+                if self.robots is not None:
+                    self.robots.take_hop(entry)
                 return DROP
             return entry
         if entry.data[:1] == b"M":
@@ -341,79 +329,34 @@ class FrontierScheduler(BaseScheduler):
         if self.blocklist.blocked(url):
             self._inc("frontier/blocked")
             return DROP
-        if self.robots is None or not url[:6].lower().startswith(("http:", "https:")):
+        if self.robots is None:
             return entry
-        decision, when = self.robots.decide(url, now)
-        if decision is Decision.FETCH:
-            return entry
-        if decision is Decision.NEED_ROBOTS:
-            origin = origin_of(url)
-            self.robots.fetching(origin, now)
-            return Entry(entry.key, 0, b"R" + origin.encode("ascii"))
-        if decision is Decision.WAIT:
-            return when
-        self._inc("robots/disallowed" if decision is Decision.DISALLOWED else "robots/gave_up")
-        return DROP
-
-    def _robots_request(self, origin: str) -> Request:
-        # the answer is read from response_downloaded (every status, before any middleware);
-        # RedirectMiddleware follows redirects, whose requests come back to enqueue_request
-        return Request(origin + "/robots.txt", callback=self._robots_parsed,
-                       errback=self._robots_failed, dont_filter=True, priority=ROBOTS_PRIORITY,
-                       meta={"crawler_ext_robots": origin, "dont_retry": True,
-                             "dont_merge_cookies": True})
+        return self.robots.check(entry, url, now)
 
     def _robots_parsed(self, response: Response) -> None:
-        """Callback of robots.txt requests: the record was kept in _on_downloaded."""
+        """Callback of robots.txt requests: the answer was kept from response_downloaded."""
         return None
 
     def _robots_failed(self, failure: Any) -> None:
-        """Errback of robots.txt requests: log the first failure, count the rest.  A redirect
-        that was not followed (more than REDIRECT_MAX_TIMES) leaves robots.txt unavailable,
-        which RFC 9309 treats as no restrictions."""
-        request = getattr(failure, "request", None)
-        info = self._inflight.get(request) if request is not None else None
-        if info is not None and info.status is not None and 300 <= info.status < 400 and \
-                self.robots is not None:
-            self._robots_answer(request, info.status, b"", final=True)
-            return
-        if not self._robots_failure_logged:
-            self._robots_failure_logged = True
-            request = getattr(failure, "request", None)
-            logger.warning("robots.txt %s could not be fetched: %s (its URLs wait for a retry; "
-                           "further failures are counted in robots/status/unreachable)",
-                           request.url if request is not None else "", failure.getErrorMessage())
+        """Errback of robots.txt requests (the gate logs a failure without a response once)."""
+        info = self._inflight.get(getattr(failure, "request", None))  # type: ignore[arg-type]
+        if self.robots is not None:
+            self.robots.failed(failure, info.status if info is not None else None)
 
-    def _robots_answer(self, request: Request, status: int | None, body: bytes,
-                       final: bool = False) -> None:
-        origin = request.meta["crawler_ext_robots"]
-        if status is not None and 300 <= status < 400 and not final:
-            return  # RedirectMiddleware follows it (up to REDIRECT_MAX_TIMES)
-        assert self.robots is not None
-        state = self.robots.fetched(origin, status, body, time.time())
-        self._inc(f"robots/status/{status if status is not None else 'unreachable'}")
-        host = politeness_key(origin + "/")
-        key = self._ip_keys.get(host, host) if self.key_by_ip else host
-        if state.crawl_delay is not None:
-            self._inc("robots/crawl_delay")
-        self.frontier.set_crawl_delay(key, state.crawl_delay)
-        self.frontier.robots_answered(key, origin, status, body, time.time())
-        if state.sitemaps:
-            self._inc("robots/sitemaps", len(state.sitemaps))
-            if self.crawler is not None:
-                self.crawler.signals.send_catch_log(sitemaps_found, origin=origin,
-                                                    sitemaps=state.sitemaps)
+    def _key_of_host(self, host: str) -> str:
+        return self.keys.known(host)
+
+    def _sitemaps_found(self, origin: str, sitemaps: list[str]) -> None:
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(sitemaps_found, origin=origin, sitemaps=sitemaps)
 
     def __len__(self) -> int:
         return self.frontier.pending()
 
     def enqueue_request(self, request: Request) -> bool:
-        if request.meta.get("crawler_ext_robots"):  # a robots.txt redirect: paced on its key
-            self._hop_tokens += 1
-            self._robots_hops[self._hop_tokens] = request
-            host = politeness_key(request.url)
-            key = self._ip_keys.get(host, host) if self.key_by_ip else host
-            self.frontier.add([Entry(key, 0, b"H%d" % self._hop_tokens, priority=ROBOTS_PRIORITY)],
+        if request.meta.get(ROBOTS_META) and self.robots is not None:
+            # a robots.txt redirect: paced on its target's key, behind the same guards
+            self.frontier.add([self.robots.redirected(request, politeness_key(request.url))],
                               check_seen=False)
             self._arm_wake(time.time(), time.time())
             return True
@@ -525,14 +468,10 @@ class FrontierScheduler(BaseScheduler):
             self._known.popitem(last=False)
 
     def _admit(self, request: Request, canonical: str, fp: int, referer: str | None) -> None:
-        host = key = politeness_key(canonical)
-        if self.key_by_ip:
-            key = self._ip_keys.get(host)  # type: ignore[assignment]
-            if key is None:  # resolve first (DNS prefetch); admitted when the address is known
-                self._await_dns(host, (request, canonical, fp, referer))
-                return
-        elif self.dns_prefetch and host not in self._prefetched:
-            self._prefetch(host)
+        host = politeness_key(canonical)
+        key = self.keys.key(host, (request, canonical, fp, referer))
+        if key is None:  # keyed by address: admitted when the host's address is known
+            return
         chain = self.admission.count(canonical, referer)
         if chain:  # stored with the URL: whoever fetches it continues the chain
             request.meta[CHAIN] = chain
@@ -558,48 +497,9 @@ class FrontierScheduler(BaseScheduler):
     def _where(self, entry: Entry) -> str:
         return "memory" if entry.data[:1] == b"M" or not self.frontier.durable else "disk"
 
-    def _await_dns(self, host: str, item: tuple[Request, str, int, str | None]) -> None:
-        waiting = self._awaiting_dns.get(host)
-        if waiting is not None:
-            waiting.append(item)
-            return
-        self._awaiting_dns[host] = [item]
-        try:
-            ipaddress.ip_address(host.strip("[]"))
-            self._resolved(host, f"ip:{host.strip('[]')}")
-            return
-        except ValueError:
-            pass
-        if not is_reactor_installed():  # reactorless mode: no Twisted resolver to ask
-            self._resolved(host, host)
-            return
-        from twisted.internet import reactor
-
-        reactor.resolve(host).addCallbacks(lambda address: self._resolved(host, f"ip:{address}"),
-                                           lambda failure: self._resolved(host, host))
-
-    def _prefetch(self, host: str) -> None:
-        """Resolve a new host now, so its address is cached when its first request goes out."""
-        if len(self._prefetched) >= 1_000_000:  # bounded: a host asked again hits the cache
-            self._prefetched.clear()
-        self._prefetched.add(host)
-        try:
-            ipaddress.ip_address(host.strip("[]"))
-            return
-        except ValueError:
-            pass
-        if not is_reactor_installed():
-            return
-        from twisted.internet import reactor
-
-        self._inc("dns/prefetched")
-        reactor.resolve(host).addErrback(lambda failure: None)  # the fetch reports failures
-
-    def _resolved(self, host: str, key: str) -> None:
-        """A host's address is known (or cannot be: then the host is its own key, and its
-        fetches fail in the downloader as usual): admit what waited for it."""
-        self._ip_keys[host] = key
-        for item in self._awaiting_dns.pop(host, []):
+    def _resolved(self, waited: list[tuple[Request, str, int, str | None]]) -> None:
+        """A host's address is known: admit the URLs that waited for it."""
+        for item in waited:
             self._admit(*item)
         self._arm_wake(time.time(), time.time())
 
@@ -631,10 +531,11 @@ class FrontierScheduler(BaseScheduler):
         if entry is None:
             self._arm_wake(self.frontier.next_ready_time(), now)
             return None
-        if entry.data[:1] == b"R":
-            request = self._robots_request(entry.data[1:].decode("ascii"))
-        elif entry.data[:1] == b"H":
-            request = self._robots_hops.pop(int(entry.data[1:]))
+        if entry.data[:1] == b"R" and self.robots is not None:
+            request = self.robots.request(entry.data[1:].decode("ascii"), self._robots_parsed,
+                                          self._robots_failed)
+        elif entry.data[:1] == b"H" and self.robots is not None:
+            request = self.robots.take_hop(entry)  # type: ignore[assignment]
         else:
             request = self._decode(entry.data)
             chain = request.meta.get(CHAIN)
@@ -651,8 +552,8 @@ class FrontierScheduler(BaseScheduler):
 
     # -- signals: exact in-flight accounting -----------------------------------------------
     def _on_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
-        if self.robots is not None and request.meta.get("crawler_ext_robots"):
-            self._robots_answer(request, response.status, response.body)
+        if self.robots is not None and request.meta.get(ROBOTS_META):
+            self.robots.answered(request, response.status, response.body)
         info = self._inflight.get(request)
         if info is None:
             return
@@ -667,14 +568,13 @@ class FrontierScheduler(BaseScheduler):
             return
         info.left = True
         now = time.time()
-        if info.status is None and self.robots is not None and \
-                request.meta.get("crawler_ext_robots"):
-            self._robots_answer(request, None, b"")  # unreachable: disallow all for now
+        if info.status is None and self.robots is not None and request.meta.get(ROBOTS_META):
+            self.robots.answered(request, None, b"")  # unreachable: disallow all for now
         latency = request.meta.get("download_latency")
         if latency is None:
             latency = now - info.started
         # the server's time, not our own lag; the key rests from when its response arrived
-        if request.meta.get("crawler_ext_robots"):
+        if request.meta.get(ROBOTS_META):
             # a host's first fetch, on a new connection: its time is mostly the setup's
             server_time = self.server_latency.estimate(info.entry.key)
         else:
@@ -768,9 +668,8 @@ class FrontierScheduler(BaseScheduler):
 
     def robots_import(self, origin: str, status: int, body: bytes, fetched_at: float) -> None:
         """A robots.txt answer another worker fetched, leased with its key."""
-        if self.robots is not None and self.robots.adopt(origin, status, body, fetched_at,
-                                                         time.time()):
-            self._inc("robots/shared")
+        if self.robots is not None:
+            self.robots.adopt(origin, status, body, fetched_at)
 
     def wake(self) -> None:
         self._wake()
@@ -803,7 +702,7 @@ class FrontierScheduler(BaseScheduler):
         are admitted by then), so a durable store forgets them only after that."""
         if self._frozen:
             return
-        if self._awaiting_dns and not final:
+        if self.keys.waiting() and not final:
             return  # links waiting for DNS are not journalled yet: complete nothing now
         in_progress = self.engine.in_progress()
         now = time.time()
@@ -814,8 +713,8 @@ class FrontierScheduler(BaseScheduler):
             if in_progress is None and not info.left and not final:
                 continue
             if not info.left:  # dropped before the downloader (e.g. by a middleware)
-                if self.robots is not None and request.meta.get("crawler_ext_robots"):
-                    self._robots_answer(request, None, b"")  # (the SSRF guard): unreachable
+                if self.robots is not None and request.meta.get(ROBOTS_META):
+                    self.robots.answered(request, None, b"")  # (the SSRF guard): unreachable
                 self.frontier.release(info.entry, now)
                 self._arm_wake(self.frontier.next_ready_time(), now)
             done.append(info.entry.id)
@@ -880,9 +779,6 @@ class FrontierScheduler(BaseScheduler):
 
 
 _LOW_BITS = (1 << REST_BITS) - 1
-
-#: the frontier's own robots.txt fetches go before any other request of their key
-ROBOTS_PRIORITY = 1000
 
 #: meta flag of a request the user made with ``dont_filter=True`` (not a retry's copy)
 USER_DONT_FILTER = "crawler_ext_dont_filter"
