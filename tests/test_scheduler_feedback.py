@@ -32,7 +32,7 @@ def test_duplicates_differing_in_one_parameter_teach_a_rule(tmp_path: Path) -> N
     assert sched.enqueue_request(Request("http://e.com/q?sid=77&x=2"))
     assert not sched.enqueue_request(Request("http://e.com/q?x=2&sid=99"))  # same URL now
     again = make_scheduler(rules)
-    again._load_rules()
+    again.learning.load()
     assert again.admission.learned == {"e.com": {"sid"}}
 
 

@@ -10,11 +10,10 @@ waiting for the engine's 5-second heartbeat.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 from scrapy.utils.reactor import is_reactor_installed
 
 from crawler_ext import config
-from crawler_ext.admission import Admission, AdmissionRules, differing_parameter, url_pattern
+from crawler_ext.admission import Admission, AdmissionRules, RuleLearning
 from crawler_ext.distributed import crawl_prefix, redis_from_settings
 from crawler_ext.seen import MAYBE, SeenSet, as_seen_set
 from crawler_ext.netguard import NetworkGuard, use_bundled_public_suffix_list
@@ -67,7 +66,7 @@ from crawler_ext.signals import (
     sitemaps_found,
     storage_failed,
 )
-from crawler_ext.urls import REST_BITS, fingerprint, host_of
+from crawler_ext.urls import REST_BITS, fingerprint
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -112,7 +111,8 @@ class FrontierScheduler(BaseScheduler):
         self.frontier = frontier
         frontier.attach(self)  # a shared frontier calls wake(), seeds(), robots_import()
         self._rules_log: SharedLog | None = frontier.shared_log(
-            "rules", self._shared_rules, lambda k, v: self._inc(k, int(v)))
+            "rules", lambda items: self.learning.from_others(items),
+            lambda k, v: self._inc(k, int(v)))
         self.df: SeenSet = as_seen_set(dupefilter)  # the seen set, whatever DUPEFILTER_CLASS is
         self.scorer = scorer
         self.admission = admission or Admission()
@@ -127,10 +127,10 @@ class FrontierScheduler(BaseScheduler):
         # canonicalisation and trap analysis; the answer is the seen set's all the same
         self._known: OrderedDict[str, int] = OrderedDict()
         self.known_memory = 100_000
-        self.rules_path = rules_path
-        self.learn_min_evidence = learn_min_evidence
-        self._evidence: Counter[tuple[str, str]] = Counter()
-        self._dup_patterns: Counter[tuple[str, str]] = Counter()
+        # spellings with a learned parameter get another canonical form: forget the cache
+        self.learning = RuleLearning(self.admission, learn_min_evidence, rules_path,
+                                     on_learned=self._known.clear, inc=self._inc)
+        self.learning.shared = self._rules_log
         # robots.txt as the prerequisite of an origin's URLs (None: robots.txt not obeyed)
         self.robots: RobotsGate | None = RobotsGate(
             robots, frontier, self._key_of_host, self._inc, self._sitemaps_found) \
@@ -218,7 +218,7 @@ class FrontierScheduler(BaseScheduler):
         if recovered:
             logger.info("Frontier: resumed %d queued or in-flight requests", recovered)
             self._inc("frontier/recovered", recovered)
-        self._load_rules()
+        self.learning.load()
         if is_reactor_installed():  # (not in Scrapy's reactorless mode)
             from twisted.internet import reactor
 
@@ -477,9 +477,7 @@ class FrontierScheduler(BaseScheduler):
             request.meta[CHAIN] = chain
         depth = int(request.meta.get("depth", 0))
         band = self.scorer.band(self.scorer.score(host, depth, 1), request.priority)
-        if self._dup_patterns and self._dup_patterns.get(
-                (host_of(canonical), self.admission.pattern(canonical)),
-                0) >= self.learn_min_evidence:
+        if self.learning.demoted(canonical):
             band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
             self._inc("frontier/demoted")
         checked = _checks_seen(request)
@@ -609,46 +607,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _on_duplicate(self, url: str, original: str, kind: str, distance: int = 0,
                       **_: Any) -> None:
-        host = host_of(url)
-        self._dup_patterns[(host, url_pattern(url))] += 1
-        param = differing_parameter(url, original) if original else None
-        if param is None:
-            return
-        self._evidence[(host, param)] += 1
-        if self._evidence[(host, param)] >= self.learn_min_evidence and \
-                self.admission.learn_drop(host, param):
-            logger.info("Learned: parameter %r does not change the content on %s; dropping it "
-                        "from that host's URLs", param, host)
-            self._inc("admission/learned_rules")
-            self._known.clear()  # spellings with that parameter now have another canonical form
-            self._save_rules()
-            if self._rules_log is not None:
-                self._rules_log.publish(f"{host}\t{param}".encode())
-
-    def _shared_rules(self, items: list[bytes]) -> None:
-        """Rules other workers learned (distributed crawl)."""
-        for item in items:
-            host, _, param = item.decode("utf-8", "replace").partition("\t")
-            if param and self.admission.learn_drop(host, param):
-                logger.info("Learned (by another worker): parameter %r does not change the "
-                            "content on %s", param, host)
-                self._known.clear()
-                self._inc("admission/learned_rules_shared")
-
-    def _load_rules(self) -> None:
-        if self.rules_path is not None and self.rules_path.exists():
-            for host, params in json.loads(self.rules_path.read_text()).items():
-                for param in params:
-                    self.admission.learn_drop(host, param)
-            if self.admission.learned:
-                logger.info("Learned rules loaded: %s", self.admission.learned)
-
-    def _save_rules(self) -> None:
-        if self.rules_path is not None:  # rare and small: written at once
-            self.rules_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.rules_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({h: sorted(p) for h, p in self.admission.learned.items()}))
-            tmp.replace(self.rules_path)
+        self.learning.duplicate(url, original)
 
     # -- hooks of the Redis frontier ---------------------------------------------------------
     def seeds(self, urls: list[str]) -> None:
