@@ -157,7 +157,9 @@ def compare(workdir: Path, suite: Path | None = None) -> tuple[list[str], list[s
     expected = load_expected()
     counts = {"stock_passed": sum(o == "passed" for o in stock.values()),
               "pack_passed": sum(o == "passed" for o in pack.values()),
-              "tests": len(stock)}
+              "tests": len(stock),
+              # reviewed entries that name no test of this Scrapy (stale: to be removed)
+              "stale": [t for t in expected if t not in stock]}
     return [t for t in diff if t not in expected], [t for t in diff if t in expected], counts
 
 
