@@ -208,6 +208,10 @@ def bench_scale(quick: bool) -> None:
     from crawler_ext.frontier.scheduler import FrontierScheduler
     from crawler_ext.frontier.scoring import Scorer
 
+    from scrapy.utils.reactor import install_reactor, is_reactor_installed
+
+    if not is_reactor_installed():  # the scheduler arms its wake-up timers on it
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     n, hosts = (200_000, 2_000) if quick else (1_000_000, 10_000)
     urls = [f"http://h{i % hosts}.example.com/section/{i // hosts}/page-{i}.html"
             for i in range(n)]
