@@ -59,6 +59,10 @@ class EngineHandle:
                 f"{', '.join(missing)}, which Scrapy {scrapy.__version__} does not have; "
                 f"use a Scrapy version crawler_ext supports (see README)")
 
+    def present(self) -> bool:
+        """Whether there is an engine to wake (not when the scheduler is used on its own)."""
+        return engine_of(self.crawler) is not None
+
     def wake(self) -> None:
         """Ask the engine for its next loop now."""
         slot = self._slot()

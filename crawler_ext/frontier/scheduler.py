@@ -641,7 +641,7 @@ class FrontierScheduler(BaseScheduler):
     # -- waking the engine -----------------------------------------------------------------
     def _arm_wake(self, when: float | None, now: float) -> None:
         """Make the engine ask again when the next key is ready (not at its 5 s heartbeat)."""
-        if when is None:
+        if when is None or not self.engine.present():
             return
         when = max(when, now)
         if self._wake_call is not None:
