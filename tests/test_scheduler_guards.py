@@ -12,6 +12,7 @@ from scrapy.signalmanager import SignalManager
 
 from crawler_ext.dupefilter import BloomDupeFilter
 from crawler_ext.frontier import Frontier, PolitenessPolicy, SqliteStore
+from crawler_ext.frontier.robotsgate import ROBOTS_META
 from crawler_ext.frontier.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
 from crawler_ext.robots import RobotsCache
@@ -106,7 +107,7 @@ def test_pending_counts_unconfirmed_urls_and_robots_redirects(tmp_path: Path) ->
     sched._unconfirmed.clear()
     robots, _ = make(tmp_path / "r", robots=RobotsCache(agent="t"))
     hop = Request("http://e.com/robots1.txt",
-                  meta={"crawler_ext_robots": "http://e.com"})
+                  meta={ROBOTS_META: "http://e.com"})
     assert robots.enqueue_request(hop) and robots.has_pending_requests()
     assert robots.next_request() is hop  # paced on its key like any fetch, then sent
 

@@ -131,9 +131,10 @@ class FrontierScheduler(BaseScheduler):
         self.learning = RuleLearning(self.admission, learn_min_evidence, rules_path,
                                      on_learned=self._known.clear, inc=self._inc)
         self.learning.shared = self._rules_log
+        self.keys = PolitenessKeys(key_by_ip, dns_prefetch, self._resolved, self._inc)
         # robots.txt as the prerequisite of an origin's URLs (None: robots.txt not obeyed)
         self.robots: RobotsGate | None = RobotsGate(
-            robots, frontier, self._key_of_host, self._inc, self._sitemaps_found) \
+            robots, frontier, self.keys.known, self._inc, self._sitemaps_found) \
             if robots is not None else None
         self.blocklist = blocklist or Blocklist()
         # requests kept as objects (b"M<token>" entries): every non-plain request in the
@@ -143,7 +144,6 @@ class FrontierScheduler(BaseScheduler):
         self._unserialisable_logged = False
         self._parked_logged = 0
         self._frozen = False  # a disk filled up: the journal commits nothing more
-        self.keys = PolitenessKeys(key_by_ip, dns_prefetch, self._resolved, self._inc)
         self.spider: Spider | None = None
         self._inflight: dict[Request, _InFlight] = {}
         self.engine = EngineHandle(crawler)  # waking it, and what it still processes
@@ -342,9 +342,6 @@ class FrontierScheduler(BaseScheduler):
         info = self._inflight.get(getattr(failure, "request", None))  # type: ignore[arg-type]
         if self.robots is not None:
             self.robots.failed(failure, info.status if info is not None else None)
-
-    def _key_of_host(self, host: str) -> str:
-        return self.keys.known(host)
 
     def _sitemaps_found(self, origin: str, sitemaps: list[str]) -> None:
         if self.crawler is not None:
