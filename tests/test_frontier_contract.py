@@ -1,5 +1,5 @@
 """The frontier contract (``crawler_ext.frontier.contract``): the same scenarios over the
-memory, sqlite and Redis backends (Redis: the real server on 127.0.0.1:6379, database 9)."""
+memory, sqlite, disk and Redis backends (Redis: the real server on 127.0.0.1:6379, database 9)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import pytest
 from crawler_ext.frontier import Frontier, MemoryStore, Outcome, PolitenessPolicy, SqliteStore
 from crawler_ext.frontier.codec import entry_url
 from crawler_ext.frontier.contract import FrontierBackend
-from crawler_ext.frontier.storage import Entry
+from crawler_ext.frontier.disk import DiskStore
+from crawler_ext.frontier.kv import LmdbEngine
+from crawler_ext.frontier.storage import Entry, FrontierStore
 from crawler_ext.urls import fingerprint
 
-BACKENDS = ["memory", "sqlite", "redis"]
+BACKENDS = ["memory", "sqlite", "disk", "redis"]
 WEIGHTS = [5, 2, 1]
 
 
@@ -43,11 +45,19 @@ class Driver:
             frontier: FrontierBackend = RedisFrontier(self.redis, "c", policy, WEIGHTS, None,
                                                       shards=4, lease_ttl=1.0, buffer=8)
         else:
-            store = MemoryStore(3) if self.kind == "memory" else SqliteStore(self.path, 3)
-            frontier = Frontier(store, policy, WEIGHTS)
+            frontier = Frontier(self.store(), policy, WEIGHTS)
         frontier.open()
         frontier.recover()
         return frontier
+
+    def store(self) -> FrontierStore:
+        if self.kind == "memory":
+            return MemoryStore(3)
+        if self.kind == "sqlite":
+            return SqliteStore(self.path, 3)
+        # small heads, so that the scenarios read queues back from disk
+        return DiskStore(self.path.parent / "disk", 3, LmdbEngine(), front_room=2, back_room=1,
+                         delay_room=1)
 
     def sync(self, frontier: FrontierBackend) -> None:
         if self.kind == "redis":
@@ -64,6 +74,8 @@ class Driver:
         self.sync(frontier)
         if self.kind == "sqlite":
             frontier.store._db.close()  # type: ignore[attr-defined]
+        if self.kind == "disk":
+            frontier.store.kv._env.close()  # type: ignore[attr-defined]
 
     def teardown(self) -> None:
         if self.redis is not None:

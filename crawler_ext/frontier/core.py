@@ -8,6 +8,7 @@ Scrapy: time is passed in, so tests drive it with a fake clock.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -55,6 +56,7 @@ class Frontier:
         max_active_keys: int = 10_000,
         max_in_flight: int = 1,
         refill_budget: int = 5_000,
+        max_tracked: int = 100_000,
         on_stat: Callable[[str, float], None] | None = None,
     ) -> None:
         if len(weights) != getattr(store, "bands", len(weights)):
@@ -68,8 +70,11 @@ class Frontier:
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
         self._in_heap: set[str] = set()
-        self._front_by_fp: dict[int, Entry] = {}  # entries still in front queues, for promotion
-        self._inlinks: dict[int, int] = {}  # inlinks counted while an entry waits in front
+        # the latest entries still in front queues, for promotion by inlinks (bounded: an entry
+        # that waits long without being linked again is not tracked any more)
+        self._front_by_fp: OrderedDict[int, Entry] = OrderedDict()
+        self._inlinks: dict[int, int] = {}
+        self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
 
     # -- lifecycle, forwarded to the store --------------------------------------------------
@@ -111,10 +116,16 @@ class Frontier:
     def add(self, entries: list[Entry], check_seen: bool = True) -> None:
         """Queue admitted entries (``check_seen`` matters to the shared seen set only)."""
         self.store.front_push(entries)
+        self._track(entries)
+
+    def _track(self, entries: list[Entry]) -> None:
+        tracked, inlinks = self._front_by_fp, self._inlinks
         for entry in entries:
             if entry.fp:
-                self._front_by_fp[entry.fp] = entry
-                self._inlinks[entry.fp] = 1
+                tracked[entry.fp] = entry
+                inlinks[entry.fp] = 1
+        while len(tracked) > self.max_tracked:
+            inlinks.pop(tracked.popitem(last=False)[0], None)
 
     def relink(self, fp: int) -> int | None:
         """Count one more inlink of a URL still waiting in a front queue; its count, or None."""
@@ -133,13 +144,13 @@ class Frontier:
         return True
 
     def recover(self) -> int:
-        """Route again what a durable store held at the last stop (in flight ones included)."""
-        entries = self.store.recover()
-        for entry in entries:
-            if entry.fp:
-                self._front_by_fp[entry.fp] = entry
-                self._inlinks[entry.fp] = 1
-        return len(entries)
+        """Route again what a durable store held at the last stop (in flight ones included);
+        how many entries.  Back queues kept on disk make their keys active again."""
+        count = self.store.recover()
+        for key in self.store.back_keys():
+            self._active.add(key)
+            self._schedule(key, 0.0)
+        return count
 
     # -- routing front -> back -------------------------------------------------------------
     def _refill(self, now: float) -> None:
@@ -175,10 +186,9 @@ class Frontier:
     # -- dispatch ------------------------------------------------------------------------------
     def next(self, now: float, gate: Gate | None = None) -> Entry | None:
         """The next entry whose key may be contacted now, or None."""
-        for entry in self.store.release_due(now):
-            if entry.fp:
-                self._front_by_fp[entry.fp] = entry
-                self._inlinks[entry.fp] = 1
+        due = self.store.release_due(now)
+        if due:
+            self._track(due)
         self._refill(now)
         while True:
             top = self.store.heap_peek()

@@ -33,7 +33,7 @@ class SqliteStore(MemoryStore):
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
         self._inserts: list[tuple[int, str, int, int, bytes, int, float | None]] = []
-        self._undelayed: list[tuple[int]] = []
+        self._ready: list[tuple[int, int]] = []  # delayed entries now ready: (new id, old id)
         self._bands: dict[int, int] = {}
         self._deletes: list[tuple[int]] = []
         self._changed_hosts: set[str] = set()
@@ -59,7 +59,7 @@ class SqliteStore(MemoryStore):
         self._db = db
         self._mark = db.execute("SELECT coalesce(max(rowid), 0) FROM admitted").fetchone()[0]
 
-    def recover(self) -> list[Entry]:
+    def recover(self) -> int:
         assert self._db is not None
         for key, delay, backoff, crawl_delay, next_allowed, floor in self._db.execute(
                 "SELECT key, delay, backoff, crawl_delay, next_allowed, floor FROM hosts"):
@@ -78,7 +78,7 @@ class SqliteStore(MemoryStore):
         MemoryStore.front_push(self, entries)
         for due, entry in delayed:
             MemoryStore.delay_push(self, [entry], due)
-        return entries + [entry for _, entry in delayed]
+        return len(entries) + len(delayed)
 
     def close(self, commit: bool = True) -> None:
         """Commit what is pending (unless ``commit`` is False: a disk filled up, and what is
@@ -94,7 +94,7 @@ class SqliteStore(MemoryStore):
     def flush(self) -> None:
         if self._db is None or not (self._inserts or self._deletes or self._bands
                                     or self._changed_hosts or self._admitted
-                                    or self._undelayed):
+                                    or self._ready):
             return
         db = self._db
         db.execute("BEGIN")
@@ -103,8 +103,8 @@ class SqliteStore(MemoryStore):
         if self._inserts:
             db.executemany("INSERT OR REPLACE INTO entries (id, key, band, fp, data, priority, "
                            "due) VALUES (?, ?, ?, ?, ?, ?, ?)", self._inserts)
-        if self._undelayed:
-            db.executemany("UPDATE entries SET due = NULL WHERE id = ?", self._undelayed)
+        if self._ready:
+            db.executemany("UPDATE entries SET id = ?, due = NULL WHERE id = ?", self._ready)
         if self._bands:
             db.executemany("UPDATE entries SET band = ? WHERE id = ?",
                            [(band, i) for i, band in self._bands.items()])
@@ -121,7 +121,7 @@ class SqliteStore(MemoryStore):
             self._mark = db.execute("SELECT max(rowid) FROM admitted").fetchone()[0]
             self._admitted.clear()
         self._inserts.clear()
-        self._undelayed.clear()
+        self._ready.clear()
         self._bands.clear()
         self._deletes.clear()
         self._changed_hosts.clear()
@@ -135,10 +135,8 @@ class SqliteStore(MemoryStore):
         super().delay_push(entries, due)
         self._inserts.extend(_row(e, due) for e in entries)
 
-    def release_due(self, now: float) -> list[Entry]:
-        due = super().release_due(now)
-        self._undelayed.extend((e.id,) for e in due)
-        return due
+    def _undelayed(self, old_ids: list[int], entries: list[Entry]) -> None:
+        self._ready.extend((e.id, old) for old, e in zip(old_ids, entries))
 
     def admitted_since(self, mark: int) -> tuple[list[int], int]:
         assert self._db is not None

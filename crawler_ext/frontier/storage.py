@@ -14,7 +14,7 @@ backends hold data only.  A backend keeps:
 * delayed entries: due time -> entry, moved to the front queues when due (``release_due``).
 
 Durable backends make every admitted entry survive a crash until ``complete()`` is
-called for it; ``recover()`` returns the entries to route again after a restart.
+called for it; ``recover()`` queues them again after a restart.
 """
 
 from __future__ import annotations
@@ -60,7 +60,10 @@ class FrontierStore(Protocol):
     def open(self) -> None: ...
     def close(self, commit: bool = True) -> None: ...
     def flush(self) -> None: ...
-    def recover(self) -> list[Entry]: ...
+    def recover(self) -> int:
+        """Queue again what the store held at its last stop; how many entries."""
+    def back_keys(self) -> list[str]:
+        """Keys whose back queue holds entries (after ``recover``: to make active again)."""
 
     def front_push(self, entries: list[Entry]) -> None: ...
     def front_pop(self, band: int) -> Entry | None: ...
@@ -121,8 +124,11 @@ class MemoryStore:
     def flush(self) -> None:
         pass
 
-    def recover(self) -> list[Entry]:
-        return []
+    def recover(self) -> int:
+        return 0
+
+    def back_keys(self) -> list[str]:
+        return list(self._back)
 
     def admitted_since(self, mark: int) -> tuple[list[int], int]:
         """Fingerprints admitted after journal position ``mark`` (none: nothing is journalled)."""
@@ -226,11 +232,19 @@ class MemoryStore:
     def release_due(self, now: float) -> list[Entry]:
         """Move the entries due by ``now`` to the front queues; those entries."""
         due: list[Entry] = []
+        old_ids: list[int] = []
         while self._delayed and self._delayed[0][0] <= now:
-            due.append(heapq.heappop(self._delayed)[2])
+            entry = heapq.heappop(self._delayed)[2]
+            old_ids.append(entry.id)
+            entry.id = 0  # a new id: it joins its band's queue, and its key's, at the end
+            due.append(entry)
         if due:
             MemoryStore.front_push(self, due)
+            self._undelayed(old_ids, due)
         return due
+
+    def _undelayed(self, old_ids: list[int], entries: list[Entry]) -> None:
+        """Delayed entries (by their old ids) became ready under new ids."""
 
     def next_due(self) -> float | None:
         return self._delayed[0][0] if self._delayed else None

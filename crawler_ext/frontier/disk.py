@@ -1,0 +1,382 @@
+"""The out-of-core frontier store (``CRAWLER_EXT_FRONTIER_BACKEND=disk``, the default under
+``JOBDIR``): queue bodies on disk, only queue heads in memory.
+
+Every queue -- a front queue per band, a back queue per politeness key, the delayed entries --
+is a sorted key range of an ordered key-value engine (:mod:`crawler_ext.frontier.kv`):
+
+* ``F band id``                      front queue of a band, FIFO
+* ``B key NUL -priority band id``    back queue of a politeness key: priority, band, arrival
+* ``T due id``                       delayed entries, by due time
+* ``H key``                          host state, and how many back-queue records the key has
+* ``A seq``                          the admission journal (fingerprints, in order)
+* ``M ...``                          counters: entries per band, delayed, next id, journal end
+
+In memory there are the counters, the host state of each key, and for each queue a head: its
+best entries, at most ``front_room`` / ``back_room`` / ``delay_room`` of them, read from disk
+in one scan when the head runs dry.  An entry's record is written once when it is admitted and
+moved (front -> back) when it is routed; a record handed out stays on disk until ``complete``
+deletes it, so after a kill -9 everything not completed is queued again.  Writes are batched
+and committed by ``flush`` (every ``CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL``); a head that runs dry
+commits first, so that a scan sees every write before it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import struct
+from bisect import insort
+from pathlib import Path
+
+from crawler_ext.frontier.kv import KVEngine
+from crawler_ext.frontier.storage import Entry, HostState
+
+__all__ = ["DiskStore"]
+
+_VALUE = struct.Struct(">QqBH")  # fp, priority, band, len(key); then key and request data
+_U64 = struct.Struct(">Q")
+_DUE = struct.Struct(">d")
+_HOST = struct.Struct(">dddddQ")  # delay, backoff, crawl delay (NaN: none), next, floor; count
+_SIGN = 1 << 63
+_JOURNAL_SCAN = 100_000
+
+
+def _value(e: Entry) -> bytes:
+    key = e.key.encode()
+    return _VALUE.pack(e.fp, e.priority, e.band, len(key)) + key + e.data
+
+
+def _entry(entry_id: int, value: bytes) -> Entry:
+    fp, priority, band, n = _VALUE.unpack_from(value)
+    start = _VALUE.size
+    return Entry(value[start:start + n].decode(), band, value[start + n:], fp, entry_id, priority)
+
+
+def _back_key(e: Entry) -> bytes:
+    return (b"B" + e.key.encode() + b"\x00" + _U64.pack(_SIGN - e.priority)
+            + bytes((e.band,)) + _U64.pack(e.id))
+
+
+def _front_key(band: int, entry_id: int) -> bytes:
+    return b"F" + bytes((band,)) + _U64.pack(entry_id)
+
+
+class _Queue:
+    """A sorted key range on disk and its best ``len(head)`` records in memory."""
+
+    __slots__ = ("start", "stop", "head", "count")
+
+    def __init__(self, start: bytes, stop: bytes, count: int = 0) -> None:
+        self.start, self.stop = start, stop
+        self.head: list[tuple[bytes, Entry]] = []
+        self.count = count  # records in the range (for a back queue: not handed out)
+
+    def add(self, disk_key: bytes, entry: Entry, room: int) -> None:
+        """A record was written to the range: keep it in the head if it belongs there."""
+        head = self.head
+        if head and disk_key < head[-1][0]:
+            insort(head, (disk_key, entry))
+            if len(head) > room:
+                head.pop()  # still on disk, read again when its turn comes
+        elif len(head) == self.count and len(head) < room:
+            head.append((disk_key, entry))
+        self.count += 1
+
+
+class DiskStore:
+    """The frontier store contract (:class:`~crawler_ext.frontier.storage.FrontierStore`) with
+    queue bodies in an ordered key-value engine."""
+
+    durable = True
+
+    def __init__(self, directory: str | Path, bands: int, engine: KVEngine,
+                 front_room: int = 512, back_room: int = 16, delay_room: int = 256) -> None:
+        self.directory = Path(directory)
+        self.bands = bands
+        self.kv = engine
+        self.front_room, self.back_room, self.delay_room = front_room, back_room, delay_room
+        self._front = [_Queue(b"F" + bytes((b,)), b"F" + bytes((b + 1,))) for b in range(bands)]
+        self._back: dict[str, _Queue] = {}
+        self._delayed = _Queue(b"T", b"U")
+        self._taken: dict[int, bytes] = {}  # handed out, not completed: id -> record key
+        self._taken_by_key: dict[str, int] = {}
+        self._hosts: dict[str, HostState] = {}
+        self._changed_hosts: set[str] = set()
+        self._heap: list[tuple[float, int, str]] = []
+        self._heap_seq = 0
+        self._puts: dict[bytes, bytes] = {}
+        self._dels: set[bytes] = set()
+        self._next_id = 1
+        self._journal_end = 0  # last admission written (committed or not)
+        self._mark = 0  # last admission committed
+        self.commits = 0
+        self.head_loads = 0
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def open(self) -> None:
+        self.kv.open(self.directory)
+        meta = dict(self.kv.scan(b"M", b"N", 1_000))
+        self._next_id = _U64.unpack(meta.get(b"Mid", _U64.pack(1)))[0]
+        self._mark = self._journal_end = _U64.unpack(meta.get(b"Mjournal", _U64.pack(0)))[0]
+        for band, queue in enumerate(self._front):
+            queue.count = _U64.unpack(meta.get(b"Mband" + bytes((band,)), _U64.pack(0)))[0]
+        self._delayed.count = _U64.unpack(meta.get(b"Mdelayed", _U64.pack(0)))[0]
+
+    def recover(self) -> int:
+        """Load the host state and the back queues' sizes; the records stay on disk, heads are
+        read when needed.  Records handed out before the stop are queued again."""
+        start = b"H"
+        while rows := self.kv.scan(start, b"I", 10_000):
+            for disk_key, value in rows:
+                key = disk_key[1:].decode()
+                delay, backoff, crawl_delay, next_allowed, floor, count = _HOST.unpack(value)
+                self._hosts[key] = HostState(delay, backoff,
+                                             None if math.isnan(crawl_delay) else crawl_delay,
+                                             next_allowed, floor)
+                if count:
+                    self._back[key] = self._back_queue(key, count)
+            start = rows[-1][0] + b"\x00"
+        return self.pending()
+
+    def back_keys(self) -> list[str]:
+        return list(self._back)
+
+    def close(self, commit: bool = True) -> None:
+        try:
+            if commit:
+                self.flush()
+        finally:
+            self.kv.close()
+
+    def flush(self) -> None:
+        if self._puts or self._dels or self._changed_hosts:
+            self._commit()
+
+    def _commit(self) -> None:
+        puts = self._puts
+        for key in self._changed_hosts:
+            s = self._hosts[key]
+            queue = self._back.get(key)
+            count = (queue.count if queue else 0) + self._taken_by_key.get(key, 0)
+            puts[b"H" + key.encode()] = _HOST.pack(
+                s.delay, s.backoff, math.nan if s.crawl_delay is None else s.crawl_delay,
+                s.next_allowed, s.floor, count)
+        for band, queue in enumerate(self._front):
+            puts[b"Mband" + bytes((band,))] = _U64.pack(queue.count)
+        puts[b"Mdelayed"] = _U64.pack(self._delayed.count)
+        puts[b"Mid"] = _U64.pack(self._next_id)
+        puts[b"Mjournal"] = _U64.pack(self._journal_end)
+        self.kv.write(puts, self._dels)
+        self._mark = self._journal_end
+        self._puts = {}
+        self._dels = set()
+        self._changed_hosts.clear()
+        self.commits += 1
+
+    # -- records ------------------------------------------------------------------------------
+    def _put(self, disk_key: bytes, value: bytes) -> None:
+        self._puts[disk_key] = value
+
+    def _delete(self, disk_key: bytes) -> None:
+        if self._puts.pop(disk_key, None) is None:
+            self._dels.add(disk_key)
+        # (a record written and deleted within one batch never reaches the disk)
+
+    def _assign_id(self, entry: Entry) -> None:
+        if not entry.id:
+            entry.id = self._next_id
+            self._next_id += 1
+
+    def _load(self, queue: _Queue, room: int, skip: int = 0) -> None:
+        """Read the queue's head from disk (after committing, so the scan sees every write)."""
+        if self._puts or self._dels:
+            self._commit()
+        self.head_loads += 1
+        taken = self._taken
+        for disk_key, value in self.kv.scan(queue.start, queue.stop, room + skip):
+            entry_id = _U64.unpack_from(disk_key, len(disk_key) - 8)[0]
+            if entry_id in taken:
+                continue
+            queue.head.append((disk_key, _entry(entry_id, value)))
+            if len(queue.head) >= room:
+                break
+        if not queue.head:  # the counter was ahead of the disk: trust the disk
+            queue.count = 0
+
+    def _pop(self, queue: _Queue, room: int, skip: int = 0) -> tuple[bytes, Entry] | None:
+        if not queue.head:
+            if queue.count <= 0:
+                return None
+            self._load(queue, room, skip)
+            if not queue.head:
+                return None
+        queue.count -= 1
+        return queue.head.pop(0)
+
+    def _back_queue(self, key: str, count: int = 0) -> _Queue:
+        prefix = b"B" + key.encode()
+        return _Queue(prefix + b"\x00", prefix + b"\x01", count)
+
+    # -- front queues -------------------------------------------------------------------------
+    def front_push(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            self._assign_id(entry)
+            disk_key = _front_key(entry.band, entry.id)
+            self._put(disk_key, _value(entry))
+            self._front[entry.band].add(disk_key, entry, self.front_room)
+            if entry.fp:
+                self._journal_end += 1
+                self._put(b"A" + _U64.pack(self._journal_end), _U64.pack(entry.fp))
+
+    def front_pop(self, band: int) -> Entry | None:
+        item = self._pop(self._front[band], self.front_room)
+        if item is None:
+            return None
+        self._delete(item[0])
+        return item[1]
+
+    def front_sizes(self) -> list[int]:
+        return [queue.count for queue in self._front]
+
+    def front_promote(self, entry: Entry, band: int) -> None:
+        old = self._front[entry.band]
+        disk_key = _front_key(entry.band, entry.id)
+        self._delete(disk_key)
+        for i, (k, _) in enumerate(old.head):
+            if k == disk_key:
+                del old.head[i]
+                break
+        old.count -= 1
+        entry.band = band
+        disk_key = _front_key(band, entry.id)
+        self._put(disk_key, _value(entry))
+        self._front[band].add(disk_key, entry, self.front_room)
+
+    # -- back queues --------------------------------------------------------------------------
+    def back_push(self, entry: Entry) -> None:
+        key = entry.key
+        disk_key = self._taken.pop(entry.id, None) if entry.id else None
+        if disk_key is not None:  # handed out and given back: its record is still on disk
+            self._taken_by_key[key] -= 1
+        else:
+            self._assign_id(entry)
+            disk_key = _back_key(entry)
+            self._put(disk_key, _value(entry))
+        queue = self._back.get(key)
+        if queue is None:
+            queue = self._back[key] = self._back_queue(key)
+        queue.add(disk_key, entry, self.back_room)
+        self._changed_hosts.add(key)
+
+    def back_pop(self, key: str) -> Entry | None:
+        queue = self._back.get(key)
+        if queue is None:
+            return None
+        item = self._pop(queue, self.back_room, self._taken_by_key.get(key, 0))
+        if queue.count <= 0 and not queue.head:
+            del self._back[key]
+        if item is None:
+            return None
+        disk_key, entry = item
+        self._taken[entry.id] = disk_key
+        self._taken_by_key[key] = self._taken_by_key.get(key, 0) + 1
+        return entry
+
+    def back_size(self, key: str) -> int:
+        queue = self._back.get(key)
+        return queue.count if queue is not None else 0
+
+    # -- ready heap (keys only: bounded by the active keys) -----------------------------------
+    def heap_push(self, key: str, when: float) -> None:
+        self._heap_seq += 1
+        heapq.heappush(self._heap, (when, self._heap_seq, key))
+
+    def heap_peek(self) -> tuple[float, str] | None:
+        return (self._heap[0][0], self._heap[0][2]) if self._heap else None
+
+    def heap_pop(self) -> tuple[float, str] | None:
+        if not self._heap:
+            return None
+        when, _, key = heapq.heappop(self._heap)
+        return when, key
+
+    # -- leases -------------------------------------------------------------------------------
+    def lease(self, entry: Entry) -> None:
+        pass  # a record handed out by back_pop is kept until complete()
+
+    def complete(self, entry_ids: list[int]) -> None:
+        for entry_id in entry_ids:
+            disk_key = self._taken.pop(entry_id, None)
+            if disk_key is None:
+                continue
+            self._delete(disk_key)
+            key = disk_key[1:disk_key.index(b"\x00")].decode()
+            left = self._taken_by_key[key] - 1
+            if left:
+                self._taken_by_key[key] = left
+            else:
+                del self._taken_by_key[key]
+            self._changed_hosts.add(key)
+
+    # -- host state ---------------------------------------------------------------------------
+    def host(self, key: str) -> HostState:
+        state = self._hosts.get(key)
+        if state is None:
+            state = self._hosts[key] = HostState()
+        return state
+
+    def host_changed(self, key: str) -> None:
+        self._changed_hosts.add(key)
+
+    def pending(self) -> int:
+        return (sum(q.count for q in self._front) + sum(q.count for q in self._back.values())
+                + self._delayed.count)
+
+    # -- delayed entries ----------------------------------------------------------------------
+    def delay_push(self, entries: list[Entry], due: float) -> None:
+        for entry in entries:
+            self._assign_id(entry)
+            disk_key = b"T" + _DUE.pack(max(due, 0.0)) + _U64.pack(entry.id)
+            self._put(disk_key, _value(entry))
+            self._delayed.add(disk_key, entry, self.delay_room)
+
+    def release_due(self, now: float) -> list[Entry]:
+        due: list[Entry] = []
+        queue = self._delayed
+        while (when := self.next_due()) is not None and when <= now:
+            disk_key, entry = queue.head.pop(0)
+            queue.count -= 1
+            self._delete(disk_key)
+            due.append(entry)
+        for entry in due:  # a new front record, at the end of its band's queue
+            entry.id = 0
+            self._assign_id(entry)
+            disk_key = _front_key(entry.band, entry.id)
+            self._put(disk_key, _value(entry))
+            self._front[entry.band].add(disk_key, entry, self.front_room)
+        return due
+
+    def next_due(self) -> float | None:
+        queue = self._delayed
+        if not queue.head:
+            if queue.count <= 0:
+                return None
+            self._load(queue, self.delay_room)
+            if not queue.head:
+                return None
+        return _DUE.unpack_from(queue.head[0][0], 1)[0]
+
+    def delayed(self) -> int:
+        return self._delayed.count
+
+    # -- the admission journal ----------------------------------------------------------------
+    def admitted_since(self, mark: int) -> tuple[list[int], int]:
+        fps: list[int] = []
+        last = mark
+        while rows := self.kv.scan(b"A" + _U64.pack(last + 1), b"B", _JOURNAL_SCAN):
+            fps.extend(_U64.unpack(value)[0] for _, value in rows)
+            last = _U64.unpack_from(rows[-1][0], 1)[0]
+        return fps, last
+
+    def admitted_mark(self) -> int:
+        return self._mark
