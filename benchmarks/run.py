@@ -278,6 +278,111 @@ def bench_scale(quick: bool) -> None:
           [r + [r[2] / base[2], r[4] / base[4]] for r in rows])
 
 
+# -- disk frontier engines ---------------------------------------------------------------------
+ENGINE_NAMES = ["lmdb", "rocksdb", "leveldb", "sqlite"]
+
+
+def _make_kv(name: str):
+    from crawler_ext.frontier.kv import ENGINES
+
+    if name in ENGINES:
+        return ENGINES[name]()
+    from benchmarks.engines import LevelEngine, RocksEngine
+
+    return {"rocksdb": RocksEngine, "leveldb": LevelEngine}[name]()
+
+
+def _du(path: Path) -> int:
+    """Bytes the directory takes on disk (allocated blocks: sparse files count as written)."""
+    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
+
+
+def _disk_frontier_run(engine: str, n: int, hosts: int) -> dict:
+    """The disk store under the frontier, fed and drained in one process: enqueue ``n`` links
+    (compact form, with a referer) in batches of 100, commit every 10,000 (the scheduler's
+    flush loop), then dispatch everything (next, done, complete), committing likewise."""
+    from crawler_ext.frontier import Entry, Frontier, Outcome, PolitenessPolicy
+    from crawler_ext.frontier.disk import DiskStore
+
+    tmp = Path(tempfile.mkdtemp(prefix="frontier-bench-"))
+    store = DiskStore(tmp / "frontier", 3, _make_kv(engine))
+    frontier = Frontier(store, PolitenessPolicy(min_delay=0, max_delay=0), [5, 2, 1],
+                        max_active_keys=10_000, max_in_flight=1)
+    store.open()
+    gc.collect()
+    rss0 = _rss()
+    t0 = time.perf_counter()
+    batch = []
+    for i in range(n):
+        host = f"h{i % hosts}.example.com"
+        url = f"http://{host}/section/{i // hosts}/page-{i}.html"
+        referer = f"http://{host}/section/{i // hosts}/"
+        data = b"U1\x00" + referer.encode() + b"\x00" + url.encode()
+        batch.append(Entry(host, i % 3, data, fp=(i * 0x9E3779B97F4A7C15) & (2**64 - 1) or 1))
+        if len(batch) == 100:
+            frontier.add(batch)
+            batch = []
+        if i % 10_000 == 9_999:
+            frontier.flush()
+        if i % 1_000_000 == 999_999:
+            print(f"  [{engine}] {i + 1:,} queued, RSS +{(_rss() - rss0) / (i + 1):.0f} B/URL",
+                  file=sys.stderr, flush=True)
+    if batch:
+        frontier.add(batch)
+    frontier.flush()
+    t1 = time.perf_counter()
+    gc.collect()
+    rss = _rss() - rss0
+    disk = _du(tmp)
+    got = 0
+    now = time.time()
+    t2 = time.perf_counter()
+    while (e := frontier.next(now)) is not None:
+        frontier.done(e, Outcome(200, 0.0), now)
+        frontier.complete([e.id])
+        got += 1
+        if got % 10_000 == 0:
+            frontier.flush()
+    frontier.flush()
+    t3 = time.perf_counter()
+    frontier.close()
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    return {"engine": engine, "n": n, "rss": rss / n, "disk": disk / n, "enqueue": n / (t1 - t0),
+            "dispatch": got / (t3 - t2), "dispatched": got, "commits": store.commits,
+            "head_loads": store.head_loads}
+
+
+def _child(kind: str, *args: str) -> None:
+    """Run one measurement in a process of its own (a clean RSS), print it as JSON."""
+    if kind == "disk-frontier":
+        print(json.dumps(_disk_frontier_run(args[0], int(args[1]), int(args[2]))))
+    elif kind == "scale":
+        print(json.dumps(_scale_run(args[0], int(args[1]), int(args[2]))))
+
+
+def _in_child(kind: str, *args: object, timeout: float = 7200) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--child", kind, *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    sys.stderr.write(proc.stderr[-2000:])
+    if proc.returncode:
+        raise RuntimeError(f"{kind} {args}: exit {proc.returncode}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_engines(quick: bool) -> None:
+    n, hosts = (200_000, 2_000) if quick else (2_000_000, 20_000)
+    rows = []
+    for engine in ENGINE_NAMES:
+        r = _in_child("disk-frontier", engine, n, hosts)
+        rows.append([engine, n, r["rss"], r["disk"], r["enqueue"], r["dispatch"], r["commits"]])
+    table(f"Disk frontier engines: {n:,} queued URLs over {hosts:,} hosts, the disk store under "
+          f"the frontier (no admission), each engine in a process of its own",
+          ["engine", "URLs", "RSS bytes per URL", "disk bytes per URL", "enqueue/s",
+           "dispatch/s", "commits"], rows)
+
+
 # -- seen set ----------------------------------------------------------------------------------
 def bench_seen(quick: bool) -> None:
     import redis
@@ -853,14 +958,18 @@ def bench_hostile(quick: bool) -> None:
 BENCHES = {"politeness": bench_politeness, "priority": bench_priority, "scale": bench_scale,
            "seen": bench_seen, "dedup": bench_dedup, "warc": bench_warc,
            "distributed": bench_distributed, "realsites": bench_realsites,
-           "hostile": bench_hostile}
+           "hostile": bench_hostile, "engines": bench_engines}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("names", nargs="*", help=f"any of: {', '.join(BENCHES)} (default: all)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        _child(*args.child)
+        return 0
     unknown = [n for n in args.names if n not in BENCHES]
     if unknown:
         parser.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(BENCHES)}")

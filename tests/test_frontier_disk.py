@@ -39,6 +39,7 @@ op = st.one_of(
     st.tuples(st.just("done")),
     st.tuples(st.just("flush")),
     st.tuples(st.just("tick"), st.floats(0.1, 3.0)),
+    st.tuples(st.just("promote"), st.integers(1, 40), st.integers(0, 1)),
 )
 
 
@@ -79,6 +80,8 @@ class Run:
             f.flush()
         elif kind == "tick":
             self.now += action[1]
+        elif kind == "promote":
+            f.promote(action[1], action[2])  # by fingerprint (= the entry's number here)
 
     def drain(self) -> None:
         for _ in range(2_000):
@@ -182,3 +185,20 @@ def test_memory_holds_heads_only(tmp_path: Path) -> None:
 def test_an_unknown_engine_is_refused() -> None:
     with pytest.raises(KeyError):
         make_engine("nosuch")
+
+
+def test_the_admission_journal_replays_from_any_mark(tmp_path: Path) -> None:
+    store = disk(tmp_path / "f")
+    f = make(store)
+    f.add([Entry("a", 0, b"1", fp=11), Entry("a", 0, b"2", fp=12), Entry("b", 0, b"3", fp=13)])
+    f.flush()
+    f.add([Entry("c", 0, b"4", fp=14), Entry("c", 0, b"5", fp=15)])
+    f.add([Entry("c", 0, b"robots", fp=0)])  # a prerequisite: not journalled
+    assert store.admitted_mark() == 3  # not committed yet
+    f.flush()
+    assert store.admitted_since(0) == ([11, 12, 13, 14, 15], 5)
+    assert store.admitted_since(2) == ([13, 14, 15], 5)  # a mark inside a commit's record
+    assert store.admitted_since(5) == ([], 5)
+    store.close()
+    again = disk(tmp_path / "f")
+    assert again.admitted_mark() == 5 and again.admitted_since(4) == ([15], 5)

@@ -8,7 +8,8 @@ is a sorted key range of an ordered key-value engine (:mod:`crawler_ext.frontier
 * ``B key NUL -priority band id``    back queue of a politeness key: priority, band, arrival
 * ``T due id``                       delayed entries, by due time
 * ``H key``                          host state, and how many back-queue records the key has
-* ``A seq``                          the admission journal (fingerprints, in order)
+* ``A position``                     the admission journal: per commit, the fingerprints
+                                     admitted, up to that position
 * ``M ...``                          counters: entries per band, delayed, next id, journal end
 
 In memory there are the counters, the host state of each key, and for each queue a head: its
@@ -25,6 +26,8 @@ from __future__ import annotations
 import heapq
 import math
 import struct
+import sys
+from array import array
 from bisect import insort
 from pathlib import Path
 
@@ -38,7 +41,7 @@ _U64 = struct.Struct(">Q")
 _DUE = struct.Struct(">d")
 _HOST = struct.Struct(">dddddQ")  # delay, backoff, crawl delay (NaN: none), next, floor; count
 _SIGN = 1 << 63
-_JOURNAL_SCAN = 100_000
+_JOURNAL_SCAN = 1_000  # journal records (one per commit) per scan
 
 
 def _value(e: Entry) -> bytes:
@@ -52,6 +55,13 @@ def _entry(entry_id: int, value: bytes) -> Entry:
     return Entry(value[start:start + n].decode(), band, value[start + n:], fp, entry_id, priority)
 
 
+def _journal_bytes(fps: array) -> bytes:
+    if sys.byteorder != "little":
+        fps = array("Q", fps)
+        fps.byteswap()
+    return fps.tobytes()
+
+
 def _back_key(e: Entry) -> bytes:
     return (b"B" + e.key.encode() + b"\x00" + _U64.pack(_SIGN - e.priority)
             + bytes((e.band,)) + _U64.pack(e.id))
@@ -62,26 +72,31 @@ def _front_key(band: int, entry_id: int) -> bytes:
 
 
 class _Queue:
-    """A sorted key range on disk and its best ``len(head)`` records in memory."""
+    """A sorted key range on disk and, in memory, every record up to ``cursor`` not yet taken
+    (the head: at most ``room`` of them, except records that sort before the cursor).  The
+    next scan starts after the cursor, so it never walks over records already consumed (an
+    LSM engine keeps their tombstones there)."""
 
-    __slots__ = ("start", "stop", "head", "count")
+    __slots__ = ("start", "stop", "head", "count", "cursor")
 
     def __init__(self, start: bytes, stop: bytes, count: int = 0) -> None:
         self.start, self.stop = start, stop
         self.head: list[tuple[bytes, Entry]] = []
         self.count = count  # records in the range (for a back queue: not handed out)
+        self.cursor = start  # records after it are on disk only
 
     def add(self, disk_key: bytes, entry: Entry, room: int) -> None:
         """A record was written to the range: keep it in the head if it belongs there."""
         head = self.head
-        if head and disk_key < head[-1][0]:
+        if disk_key <= self.cursor:
             insort(head, (disk_key, entry))
             if len(head) > room:
                 head.pop()  # still on disk, read again when its turn comes
+                self.cursor = head[-1][0]
         elif len(head) == self.count and len(head) < room:
             head.append((disk_key, entry))
+            self.cursor = disk_key
         self.count += 1
-
 
 class DiskStore:
     """The frontier store contract (:class:`~crawler_ext.frontier.storage.FrontierStore`) with
@@ -107,8 +122,8 @@ class DiskStore:
         self._puts: dict[bytes, bytes] = {}
         self._dels: set[bytes] = set()
         self._next_id = 1
-        self._journal_end = 0  # last admission written (committed or not)
-        self._mark = 0  # last admission committed
+        self._journal = array("Q")  # admissions not committed yet
+        self._mark = 0  # journal position of the last admission committed
         self.commits = 0
         self.head_loads = 0
 
@@ -117,7 +132,7 @@ class DiskStore:
         self.kv.open(self.directory)
         meta = dict(self.kv.scan(b"M", b"N", 1_000))
         self._next_id = _U64.unpack(meta.get(b"Mid", _U64.pack(1)))[0]
-        self._mark = self._journal_end = _U64.unpack(meta.get(b"Mjournal", _U64.pack(0)))[0]
+        self._mark = _U64.unpack(meta.get(b"Mjournal", _U64.pack(0)))[0]
         for band, queue in enumerate(self._front):
             queue.count = _U64.unpack(meta.get(b"Mband" + bytes((band,)), _U64.pack(0)))[0]
         self._delayed.count = _U64.unpack(meta.get(b"Mdelayed", _U64.pack(0)))[0]
@@ -149,7 +164,7 @@ class DiskStore:
             self.kv.close()
 
     def flush(self) -> None:
-        if self._puts or self._dels or self._changed_hosts:
+        if self._puts or self._dels or self._changed_hosts or self._journal:
             self._commit()
 
     def _commit(self) -> None:
@@ -165,9 +180,13 @@ class DiskStore:
             puts[b"Mband" + bytes((band,))] = _U64.pack(queue.count)
         puts[b"Mdelayed"] = _U64.pack(self._delayed.count)
         puts[b"Mid"] = _U64.pack(self._next_id)
-        puts[b"Mjournal"] = _U64.pack(self._journal_end)
+        mark = self._mark + len(self._journal)
+        if self._journal:  # one record per commit: its last position -> the fingerprints
+            puts[b"A" + _U64.pack(mark)] = _journal_bytes(self._journal)
+            self._journal = array("Q")
+        puts[b"Mjournal"] = _U64.pack(mark)
         self.kv.write(puts, self._dels)
-        self._mark = self._journal_end
+        self._mark = mark
         self._puts = {}
         self._dels = set()
         self._changed_hosts.clear()
@@ -188,28 +207,29 @@ class DiskStore:
             self._next_id += 1
 
     def _load(self, queue: _Queue, room: int, skip: int = 0) -> None:
-        """Read the queue's head from disk (after committing, so the scan sees every write)."""
+        """Read the queue's next records from disk (after committing, so that the scan sees
+        every write); ``skip``: records of the range handed out and not completed."""
         if self._puts or self._dels:
             self._commit()
         self.head_loads += 1
         taken = self._taken
-        for disk_key, value in self.kv.scan(queue.start, queue.stop, room + skip):
+        rows = self.kv.scan(queue.cursor + b"\x00", queue.stop, room + skip)
+        for disk_key, value in rows:
             entry_id = _U64.unpack_from(disk_key, len(disk_key) - 8)[0]
+            queue.cursor = disk_key
             if entry_id in taken:
                 continue
             queue.head.append((disk_key, _entry(entry_id, value)))
             if len(queue.head) >= room:
                 break
-        if not queue.head:  # the counter was ahead of the disk: trust the disk
+        if not queue.head and len(rows) < room + skip:  # the counter was ahead of the disk
             queue.count = 0
 
     def _pop(self, queue: _Queue, room: int, skip: int = 0) -> tuple[bytes, Entry] | None:
-        if not queue.head:
+        while not queue.head:
             if queue.count <= 0:
                 return None
             self._load(queue, room, skip)
-            if not queue.head:
-                return None
         queue.count -= 1
         return queue.head.pop(0)
 
@@ -225,8 +245,7 @@ class DiskStore:
             self._put(disk_key, _value(entry))
             self._front[entry.band].add(disk_key, entry, self.front_room)
             if entry.fp:
-                self._journal_end += 1
-                self._put(b"A" + _U64.pack(self._journal_end), _U64.pack(entry.fp))
+                self._journal.append(entry.fp)
 
     def front_pop(self, band: int) -> Entry | None:
         item = self._pop(self._front[band], self.front_room)
@@ -248,6 +267,8 @@ class DiskStore:
                 break
         old.count -= 1
         entry.band = band
+        entry.id = 0  # a new id: it joins the end of its new band (as in the memory store)
+        self._assign_id(entry)
         disk_key = _front_key(band, entry.id)
         self._put(disk_key, _value(entry))
         self._front[band].add(disk_key, entry, self.front_room)
@@ -358,12 +379,10 @@ class DiskStore:
 
     def next_due(self) -> float | None:
         queue = self._delayed
-        if not queue.head:
+        while not queue.head:
             if queue.count <= 0:
                 return None
             self._load(queue, self.delay_room)
-            if not queue.head:
-                return None
         return _DUE.unpack_from(queue.head[0][0], 1)[0]
 
     def delayed(self) -> int:
@@ -374,8 +393,14 @@ class DiskStore:
         fps: list[int] = []
         last = mark
         while rows := self.kv.scan(b"A" + _U64.pack(last + 1), b"B", _JOURNAL_SCAN):
-            fps.extend(_U64.unpack(value)[0] for _, value in rows)
-            last = _U64.unpack_from(rows[-1][0], 1)[0]
+            for disk_key, value in rows:
+                end = _U64.unpack_from(disk_key, 1)[0]
+                batch = array("Q")
+                batch.frombytes(value)
+                if sys.byteorder != "little":
+                    batch.byteswap()
+                fps.extend(batch[len(batch) - (end - last):])  # positions after ``last``
+                last = end
         return fps, last
 
     def admitted_mark(self) -> int:
