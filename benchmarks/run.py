@@ -279,7 +279,7 @@ def bench_scale(quick: bool) -> None:
 
 
 # -- disk frontier engines ---------------------------------------------------------------------
-ENGINE_NAMES = ["lmdb", "rocksdb", "leveldb", "sqlite"]
+ENGINE_NAMES = ["rocksdb", "leveldb", "lmdb", "sqlite"]
 
 
 def _make_kv(name: str):
@@ -287,9 +287,9 @@ def _make_kv(name: str):
 
     if name in ENGINES:
         return ENGINES[name]()
-    from benchmarks.engines import LevelEngine, RocksEngine
+    from benchmarks.engines import LevelEngine, LmdbEngine
 
-    return {"rocksdb": RocksEngine, "leveldb": LevelEngine}[name]()
+    return {"lmdb": LmdbEngine, "leveldb": LevelEngine}[name]()
 
 
 def _du(path: Path) -> int:

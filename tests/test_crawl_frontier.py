@@ -66,10 +66,11 @@ def test_429_and_503_back_off_and_retry_after_is_honoured(testweb_factory, tmp_p
     assert result.stat("frontier/retry_after_honoured") >= 2
 
 
-def durable_crawl(web, tmp_path: Path, **extra) -> tuple[dict, list[str]]:
-    """Settings and command line of a durable (sqlite, JOBDIR) crawl from the web's host 0."""
+def durable_crawl(web, tmp_path: Path, backend: str = "disk", **extra
+                  ) -> tuple[dict, list[str]]:
+    """Settings and command line of a durable (JOBDIR) crawl from the web's host 0."""
     settings = base_settings(web, ROBOTSTXT_OBEY=False, JOBDIR=str(tmp_path / "job"),
-                             CRAWLER_EXT_FRONTIER_BACKEND="sqlite",
+                             CRAWLER_EXT_FRONTIER_BACKEND=backend,
                              CRAWLER_EXT_POLITENESS_MIN_DELAY=0.3,
                              CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL=1,
                              CRAWLER_EXT_WARC_DIR=str(tmp_path / "warcs"), **extra)
@@ -79,10 +80,11 @@ def durable_crawl(web, tmp_path: Path, **extra) -> tuple[dict, list[str]]:
     return settings, cmd
 
 
-def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["disk", "sqlite"])
+def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path, backend: str) -> None:
     web = testweb_factory(hosts=20, pages=10, hazards=False)
     warcs = tmp_path / "warcs"
-    settings, cmd = durable_crawl(web, tmp_path)
+    settings, cmd = durable_crawl(web, tmp_path, backend)
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     deadline = time.time() + 60

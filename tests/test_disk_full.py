@@ -5,6 +5,8 @@ resumes it after space is freed with no page lost."""
 from __future__ import annotations
 
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +28,20 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+def fill_when(web, fetched: int, filler: Path, seconds: float = 60.0) -> None:
+    """Fill the file system of ``filler`` once the web has served ``fetched`` requests."""
+    deadline = time.time() + seconds
+    while len(web.log()) < fetched and time.time() < deadline:
+        time.sleep(0.01)
+    with open(filler, "wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError:
+            pass
+
+
 @pytest.mark.parametrize("full", ["warc", "jobdir"])
 def test_a_full_disk_stops_the_crawl_and_the_same_command_resumes_it(
         testweb_factory, tmp_path: Path, small_disk: Path, full: str) -> None:
@@ -36,6 +52,12 @@ def test_a_full_disk_stops_the_crawl_and_the_same_command_resumes_it(
                 "ROBOTSTXT_OBEY": False, "CRAWLER_EXT_WARC_DIR": str(warcs),
                 "JOBDIR": str(jobdir), "CRAWLER_EXT_BLOOM_CAPACITY": 1000,
                 "CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL": 1}
+    filler = small_disk / "filler"
+    if full == "jobdir":
+        # the frontier's engine (RocksDB) writes a log that grows slowly: fill the disk once
+        # the crawl is under way, so that its next commit fails
+        subprocess.run(["mount", "-o", "remount,size=50m", str(small_disk)], check=True)
+        threading.Thread(target=fill_when, args=(web, 50, filler), daemon=True).start()
     first = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "a.jsonl",
                       settings=settings)
     assert first.returncode == 0, first.output[-3000:]
@@ -47,6 +69,7 @@ def test_a_full_disk_stops_the_crawl_and_the_same_command_resumes_it(
     assert len(errors) == 1 and "is full" in errors[0], "\n".join(errors)
     assert len(web.log()) < 200  # it stopped mid-crawl
 
+    filler.unlink(missing_ok=True)
     subprocess.run(["mount", "-o", "remount,size=50m", str(small_disk)], check=True)
     second = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "b.jsonl",
                        settings=settings)

@@ -12,7 +12,7 @@ from crawler_ext.frontier import Frontier, MemoryStore, Outcome, PolitenessPolic
 from crawler_ext.frontier.codec import entry_url
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.disk import DiskStore
-from crawler_ext.frontier.kv import LmdbEngine
+from crawler_ext.frontier.kv import RocksEngine
 from crawler_ext.frontier.storage import Entry, FrontierStore
 from crawler_ext.urls import fingerprint
 
@@ -56,7 +56,7 @@ class Driver:
         if self.kind == "sqlite":
             return SqliteStore(self.path, 3)
         # small heads, so that the scenarios read queues back from disk
-        return DiskStore(self.path.parent / "disk", 3, LmdbEngine(), front_room=2, back_room=1,
+        return DiskStore(self.path.parent / "disk", 3, RocksEngine(), front_room=2, back_room=1,
                          delay_room=1)
 
     def sync(self, frontier: FrontierBackend) -> None:
@@ -75,7 +75,7 @@ class Driver:
         if self.kind == "sqlite":
             frontier.store._db.close()  # type: ignore[attr-defined]
         if self.kind == "disk":
-            frontier.store.kv._env.close()  # type: ignore[attr-defined]
+            frontier.store.kv.close()  # type: ignore[attr-defined]
 
     def teardown(self) -> None:
         if self.redis is not None:

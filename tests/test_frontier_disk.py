@@ -24,7 +24,7 @@ def make(store, max_active_keys: int = 2) -> Frontier:
                     [5, 2, 1], max_active_keys=max_active_keys, max_in_flight=2)
 
 
-def disk(path: Path, engine: str = "lmdb", room: int = 1) -> DiskStore:
+def disk(path: Path, engine: str = "rocksdb", room: int = 1) -> DiskStore:
     store = DiskStore(path, 3, make_engine(engine), front_room=room, back_room=room,
                       delay_room=room)
     store.open()

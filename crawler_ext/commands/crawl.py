@@ -27,8 +27,14 @@ class Command(ScrapyCrawlCommand):
 
             from crawler_ext.seen.adapter import check_dupefilter_class
 
+            from crawler_ext.frontier.scheduler import make_store
+
             try:
                 check_dupefilter_class(load_object(self.settings["DUPEFILTER_CLASS"]))
+                if config.get(self.settings, "CRAWLER_EXT_FRONTIER_BACKEND") != "redis":
+                    # where the frontier is kept, and with which engine (nothing is opened)
+                    make_store(self.settings, config.get(self.settings,
+                                                         "CRAWLER_EXT_FRONTIER_BANDS"))
             except (config.ConfigError, ImportError, NameError, ValueError) as exc:
                 raise UsageError(str(exc), print_help=False) from None
         if config.get(self.settings, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis":

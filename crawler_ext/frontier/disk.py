@@ -157,11 +157,17 @@ class DiskStore:
         return list(self._back)
 
     def close(self, commit: bool = True) -> None:
+        """``commit=False``: a disk filled up; what is pending is dropped (it is fetched again)
+        and the engine's own failure to close on the full disk is not reported twice."""
         try:
             if commit:
                 self.flush()
         finally:
-            self.kv.close()
+            try:
+                self.kv.close()
+            except OSError:
+                if commit:
+                    raise
 
     def flush(self) -> None:
         if self._puts or self._dels or self._changed_hosts or self._journal:

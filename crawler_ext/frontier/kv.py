@@ -3,18 +3,21 @@
 The disk frontier needs little of an engine: an atomic batch of puts and deletes (one commit),
 an ascending range scan with a limit, and one directory of files.  :class:`KVEngine` is that
 contract.  The engine was chosen by measurement (``python benchmarks/run.py engines``: the
-disk frontier itself over each engine, side by side; the table is in ``benchmarks/RESULTS.md``);
-SQLite, from the standard library, is kept as the fallback that needs no extra package.
+disk frontier itself over RocksDB, LevelDB, LMDB and SQLite, side by side; the table is in
+``benchmarks/RESULTS.md``): RocksDB.  SQLite, from the standard library, is kept as the
+fallback that needs no extra package (``CRAWLER_EXT_FRONTIER_DISK_ENGINE=sqlite``).
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["ENGINES", "KVEngine", "LmdbEngine", "SqliteEngine", "make_engine"]
+__all__ = ["ENGINES", "KVEngine", "RocksEngine", "SqliteEngine", "make_engine"]
 
 
 class KVEngine(Protocol):
@@ -23,55 +26,76 @@ class KVEngine(Protocol):
 
     def open(self, directory: Path) -> None: ...
     def write(self, puts: dict[bytes, bytes], deletes: Iterable[bytes]) -> None:
-        """Apply the deletes, then the puts, as one atomic commit."""
+        """Apply the deletes, then the puts, as one atomic commit; an I/O failure (a full
+        disk) raises OSError."""
     def scan(self, start: bytes, stop: bytes, limit: int) -> list[tuple[bytes, bytes]]:
         """Up to ``limit`` pairs with ``start <= key < stop``, ascending."""
     def close(self) -> None: ...
 
 
-class LmdbEngine:
-    """LMDB (``lmdb``): a copy-on-write B+tree in one memory-mapped file; a commit is atomic
-    and, without fsync (``sync=False``), survives the process being killed (the page cache
-    keeps it), as SQLite's WAL with ``synchronous=NORMAL`` does."""
+class RocksEngine:
+    """RocksDB (``rocksdict``), the default: an LSM tree, so appends are sequential writes and
+    queue records compress (LZ4); a commit is one write batch through RocksDB's write-ahead
+    log, which survives the process being killed (kill -9) without an fsync, as SQLite's WAL
+    with ``synchronous=NORMAL`` does.  (Consumed records leave tombstones until compaction:
+    the disk frontier never scans over them, it keeps a cursor per queue.)"""
 
-    name = "lmdb"
+    name = "rocksdb"
 
-    def __init__(self, map_size: int = 1 << 40) -> None:
-        self.map_size = map_size  # address space only: the file grows as pages are used
-        self._env: Any = None
+    def __init__(self) -> None:
+        self._db: Any = None
+        self._rocksdict: Any = None
 
     def open(self, directory: Path) -> None:
-        import lmdb
+        import rocksdict
 
+        self._rocksdict = rocksdict
+        options = rocksdict.Options(raw_mode=True)
+        options.create_if_missing(True)
+        options.set_compression_type(rocksdict.DBCompressionType.lz4())
         directory.mkdir(parents=True, exist_ok=True)
-        self._env = lmdb.open(str(directory), map_size=self.map_size, sync=False,
-                              metasync=False, readahead=False, max_dbs=0)
+        self._db = rocksdict.Rdict(str(directory), options)
 
     def write(self, puts: dict[bytes, bytes], deletes: Iterable[bytes]) -> None:
-        with self._env.begin(write=True) as txn:
-            delete = txn.delete
-            for key in deletes:
-                delete(key)
-            if puts:
-                txn.cursor().putmulti(puts.items())
+        batch = self._rocksdict.WriteBatch(raw_mode=True)
+        for key in deletes:
+            batch.delete(key)
+        for key, value in puts.items():
+            batch.put(key, value)
+        try:
+            self._db.write(batch)
+        except Exception as exc:  # rocksdict raises a plain Exception: "IO error: ..."
+            raise _os_error(exc) from exc
 
     def scan(self, start: bytes, stop: bytes, limit: int) -> list[tuple[bytes, bytes]]:
         out: list[tuple[bytes, bytes]] = []
-        with self._env.begin() as txn:
-            cursor = txn.cursor()
-            if not cursor.set_range(start):
-                return out
-            for key, value in cursor:
-                if key >= stop or len(out) >= limit:
-                    break
-                out.append((key, value))
+        it = self._db.iter()
+        it.seek(start)
+        while it.valid() and len(out) < limit:
+            key = it.key()
+            if key >= stop:
+                break
+            out.append((key, it.value()))
+            it.next()
         return out
 
     def close(self) -> None:
-        if self._env is not None:
-            self._env.sync(True)
-            self._env.close()
-            self._env = None
+        if self._db is not None:
+            db, self._db = self._db, None
+            try:
+                db.close()
+            except Exception as exc:
+                raise _os_error(exc) from exc
+
+
+def _os_error(exc: Exception) -> OSError:
+    """An engine's I/O failure as the OSError it reports (a full disk: ENOSPC), so that the
+    crawl's full-disk handling recognises it."""
+    text = str(exc)
+    for code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+        if os.strerror(code) in text:
+            return OSError(code, text)
+    return OSError(errno.EIO, text)
 
 
 class SqliteEngine:
@@ -110,7 +134,7 @@ class SqliteEngine:
             self._db = None
 
 
-ENGINES: dict[str, Callable[[], KVEngine]] = {"lmdb": LmdbEngine, "sqlite": SqliteEngine}
+ENGINES: dict[str, Callable[[], KVEngine]] = {"rocksdb": RocksEngine, "sqlite": SqliteEngine}
 
 
 def make_engine(name: str) -> KVEngine:

@@ -10,6 +10,8 @@ waiting for the engine's 5-second heartbeat.
 
 from __future__ import annotations
 
+import importlib.util
+
 import logging
 import sqlite3
 import time
@@ -54,6 +56,8 @@ from crawler_ext.frontier.keys import PolitenessKeys, politeness_key
 from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.redis import RedisFrontier
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
+from crawler_ext.frontier.disk import DiskStore
+from crawler_ext.frontier.kv import make_engine
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
 from crawler_ext.robots import RobotsCache
@@ -521,8 +525,13 @@ class FrontierScheduler(BaseScheduler):
 
     def next_request(self) -> Request | None:
         now = time.time()
-
-        entry = self.frontier.next(now, self._gate)
+        if self._frozen:  # a disk filled up: the crawl is closing, nothing more goes out
+            return None
+        try:
+            entry = self.frontier.next(now, self._gate)  # (a disk store may read, and commit)
+        except (OSError, sqlite3.Error) as exc:
+            self._storage_error(exc)
+            return None
         if entry is None:
             self._arm_wake(self.frontier.next_ready_time(), now)
             return None
@@ -756,18 +765,36 @@ def _product_token(user_agent: str | None) -> str:
 
 def make_store(settings: Any, bands: int) -> FrontierStore:
     backend = config.get(settings, "CRAWLER_EXT_FRONTIER_BACKEND")
-    if backend == "memory" and job_dir(settings) and \
+    jobdir = job_dir(settings)
+    if backend == "memory" and jobdir and \
             settings.getpriority("CRAWLER_EXT_FRONTIER_BACKEND") is None:
         # JOBDIR means "resumable" in Scrapy; a memory frontier would forget its queue while
         # the seen set remembers it, so a resumed crawl would stop at once
-        logger.info("Frontier: JOBDIR is set, so the frontier is kept in sqlite under it")
-        backend = "sqlite"
+        if (Path(jobdir) / "frontier.sqlite3").exists():  # a crawl begun before the disk store
+            logger.info("Frontier: JOBDIR holds a sqlite frontier; resuming it")
+            backend = "sqlite"
+        else:
+            logger.info("Frontier: JOBDIR is set, so the frontier is kept on disk under it")
+            backend = "disk"
     if backend == "memory":
         return MemoryStore(bands)
+    if backend == "disk":
+        path = config.get(settings, "CRAWLER_EXT_FRONTIER_DISK_PATH")
+        if path is None:
+            if not jobdir:
+                raise config.ConfigError(
+                    "CRAWLER_EXT_FRONTIER_BACKEND=disk needs JOBDIR (or "
+                    "CRAWLER_EXT_FRONTIER_DISK_PATH) to know where to keep the frontier")
+            path = str(Path(jobdir) / "frontier")
+        engine = config.get(settings, "CRAWLER_EXT_FRONTIER_DISK_ENGINE")
+        if engine == "rocksdb" and importlib.util.find_spec("rocksdict") is None:
+            raise config.ConfigError(
+                "CRAWLER_EXT_FRONTIER_DISK_ENGINE=rocksdb needs the rocksdict package "
+                "(pip install rocksdict), or use CRAWLER_EXT_FRONTIER_DISK_ENGINE=sqlite")
+        return DiskStore(path, bands, make_engine(engine))
     if backend == "sqlite":
         path = config.get(settings, "CRAWLER_EXT_FRONTIER_SQLITE_PATH")
         if path is None:
-            jobdir = job_dir(settings)
             if not jobdir:
                 raise config.ConfigError(
                     "CRAWLER_EXT_FRONTIER_BACKEND=sqlite needs JOBDIR (or "
