@@ -198,84 +198,114 @@ def _rss() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def bench_scale(quick: bool) -> None:
+def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -> dict:
+    """One scheduler fed ``n`` new links over ``hosts`` hosts through ``enqueue_request`` (a
+    Request built per link, as a spider does), then drained through ``next_request``; RSS growth
+    and disk use after the enqueue.  ``kind``: ``disk`` (crawler_ext's disk frontier, admission
+    and the Bloom seen set included), ``stock-memory``, ``stock-disk`` (Scrapy's scheduler with
+    its disk queues and RFPDupeFilter under JOBDIR)."""
     from scrapy import Request, Spider
-    from scrapy.core.scheduler import Scheduler
-    from scrapy.utils.test import get_crawler
-
-    from crawler_ext.dupefilter import BloomDupeFilter
-    from crawler_ext.frontier import Frontier, MemoryStore, PolitenessPolicy, SqliteStore
-    from crawler_ext.frontier.scheduler import FrontierScheduler
-    from crawler_ext.frontier.scoring import Scorer
-
     from scrapy.utils.reactor import install_reactor, is_reactor_installed
 
     if not is_reactor_installed():  # the scheduler arms its wake-up timers on it
         install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
-    n, hosts = (200_000, 2_000) if quick else (1_000_000, 10_000)
-    urls = [f"http://h{i % hosts}.example.com/section/{i // hosts}/page-{i}.html"
-            for i in range(n)]
+    tmp = Path(tempfile.mkdtemp(prefix="scale-bench-"))
     spider = Spider("bench")
-    rows = []
+    gc.collect()
+    rss0 = _rss()
+    store = None
+    if kind == "disk":
+        from crawler_ext.frontier import Frontier, PolitenessPolicy
+        from crawler_ext.frontier.disk import DiskStore
+        from crawler_ext.frontier.kv import RocksEngine
+        from crawler_ext.frontier.scheduler import FrontierScheduler
+        from crawler_ext.frontier.scoring import Scorer
+        from crawler_ext.seen.bloom import BloomDupeFilter
 
-    def run(name: str, make) -> None:
-        gc.collect()
-        before = _rss()
-        sched, path = make()
-        store = getattr(getattr(sched, "frontier", None), "store", None)
-        t0 = time.perf_counter()
-        for i, u in enumerate(urls):
-            sched.enqueue_request(Request(u))
-            if store is not None and i % 10_000 == 9_999:
-                store.flush()  # what the scheduler's flush loop does every 0.2 s
-        if store is not None:
-            store.flush()
-        t1 = time.perf_counter()
-        gc.collect()
-        mem = _rss() - before
-        disk = path.stat().st_size / n if path else 0
-        left = getattr(sched, "_on_left", None)
-        t2 = time.perf_counter()
-        got = 0
-        while (request := sched.next_request()) is not None:
-            got += 1
-            if left is not None:
-                left(request)  # the download returns at once: the host is free again
-        t3 = time.perf_counter()
-        rows.append([name, n, mem / n, disk, n / (t1 - t0), got / (t3 - t2) if got else 0.0, got])
-        del sched
-        gc.collect()
+        store = DiskStore(tmp / "frontier", 3, RocksEngine())
+        # no politeness wait, so that dispatch is measured: every host ready at once
+        frontier = Frontier(store, PolitenessPolicy(min_delay=0, max_delay=0), [5, 2, 1],
+                            max_active_keys=10_000, max_in_flight=1)
+        sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=n), Scorer(3),
+                                  flush_interval=3600, log_interval=0)
+        sched.spider = spider
+        store.open()
+        left = sched._on_left
+    else:
+        from scrapy.core.scheduler import Scheduler
+        from scrapy.utils.test import get_crawler
 
-    def ours(backend: str):
-        def make():
-            tmp = Path(tempfile.mkdtemp())
-            store = MemoryStore(3) if backend == "memory" else SqliteStore(tmp / "f.sqlite3", 3)
-            # no politeness wait, so that dispatch is measured: every host ready at once,
-            # and a host's next request as soon as it is handed out (max_in_flight = n)
-            frontier = Frontier(store, PolitenessPolicy(min_delay=0, max_delay=0), [5, 2, 1],
-                                max_active_keys=hosts, max_in_flight=n)
-            sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=n), Scorer(3),
-                                      flush_interval=3600, log_interval=0)
-            sched.spider = spider
-            store.open()
-            return sched, None if backend == "memory" else tmp / "f.sqlite3"
-        return make
-
-    def stock():
-        crawler = get_crawler(Spider, {"SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"})
-        sched = Scheduler.from_crawler(crawler)
+        settings = {"SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"}
+        if kind == "stock-disk":
+            settings["JOBDIR"] = str(tmp / "job")
+        sched = Scheduler.from_crawler(get_crawler(Spider, settings))
         sched.open(spider)
-        return sched, None
+        left = None
+    t0 = time.perf_counter()
+    for i in range(n):
+        host = i % hosts
+        sched.enqueue_request(Request(f"http://h{host}.example.com/section/{i // hosts}/"
+                                      f"page-{i}.html"))
+        if store is not None and i % 10_000 == 9_999:
+            store.flush()  # what the scheduler's flush loop does every 0.2 s
+        if i % 2_000_000 == 1_999_999:
+            print(f"  [{kind}] {i + 1:,} queued in {time.perf_counter() - t0:.0f} s, "
+                  f"RSS +{(_rss() - rss0) / (i + 1):.0f} B/URL", file=sys.stderr, flush=True)
+    if store is not None:
+        store.flush()
+    t1 = time.perf_counter()
+    gc.collect()
+    rss = _rss() - rss0
+    disk = _du(tmp)
+    got = 0
+    limit = dispatch_max or n
+    t2 = time.perf_counter()
+    while got < limit and (request := sched.next_request()) is not None:
+        got += 1
+        if left is not None:
+            left(request)  # the download returns at once: the host is free again
+        if store is not None and got % 10_000 == 0:
+            store.flush()
+    t3 = time.perf_counter()
+    import shutil
 
-    run("crawler_ext, memory", ours("memory"))
-    run("crawler_ext, sqlite", ours("sqlite"))
-    run("stock Scrapy scheduler (memory)", stock)
-    base = rows[2]
+    shutil.rmtree(tmp, ignore_errors=True)
+    return {"kind": kind, "n": n, "rss": rss / n, "disk": disk / n, "enqueue": n / (t1 - t0),
+            "dispatch": got / (t3 - t2) if got else 0.0, "dispatched": got}
+
+
+def bench_scale(quick: bool) -> None:
+    n, hosts = (200_000, 2_000) if quick else (10_000_000, 100_000)
+    names = {"disk": "crawler_ext, disk frontier (RocksDB)",
+             "stock-memory": "stock Scrapy scheduler (memory)",
+             "stock-disk": "stock Scrapy scheduler (disk queues, JOBDIR)"}
+    rows = [_in_child("scale", kind, n, hosts) for kind in names]
+    base = rows[1]
     table(f"Scale: {n:,} queued URLs over {hosts:,} hosts (enqueue through admission and the "
-          f"seen set, then dispatch everything; memory is the process RSS growth)",
+          f"seen set, then dispatch everything; memory is the process RSS growth; each "
+          f"scheduler in a process of its own)",
           ["frontier", "URLs", "memory bytes per URL", "disk bytes per URL", "enqueue/s",
-           "dispatch/s", "dispatched", "memory vs stock", "enqueue rate vs stock"],
-          [r + [r[2] / base[2], r[4] / base[4]] for r in rows])
+           "dispatch/s", "dispatched", "memory vs stock memory", "enqueue rate vs stock"],
+          [[names[r["kind"]], r["n"], r["rss"], r["disk"], r["enqueue"], r["dispatch"],
+            r["dispatched"], r["rss"] / base["rss"], r["enqueue"] / base["enqueue"]]
+           for r in rows])
+
+
+def bench_scale50(quick: bool) -> None:
+    """The disk frontier at 10 M and 50 M queued URLs: RSS should stay flat (dispatch sampled
+    over the first 2 M)."""
+    sizes = [(1_000_000, 10_000), (5_000_000, 50_000)] if quick else \
+        [(10_000_000, 100_000), (50_000_000, 100_000)]
+    rows = []
+    for n, hosts in sizes:
+        r = _in_child("scale", "disk", n, hosts, 2_000_000, timeout=4 * 3600)
+        rows.append([n, hosts, r["rss"] * n / 2**20, r["rss"], r["disk"], r["enqueue"],
+                     r["dispatch"]])
+    table("Disk frontier at scale: RSS growth after enqueue (through admission and the seen "
+          "set), dispatch over the first 2,000,000",
+          ["URLs", "hosts", "RSS growth MiB", "RSS bytes per URL", "disk bytes per URL",
+           "enqueue/s", "dispatch/s"],
+          rows + [["50 M vs 10 M RSS", "", rows[-1][2] / rows[0][2], "", "", "", ""]])
 
 
 # -- disk frontier engines ---------------------------------------------------------------------
@@ -359,7 +389,8 @@ def _child(kind: str, *args: str) -> None:
     if kind == "disk-frontier":
         print(json.dumps(_disk_frontier_run(args[0], int(args[1]), int(args[2]))))
     elif kind == "scale":
-        print(json.dumps(_scale_run(args[0], int(args[1]), int(args[2]))))
+        print(json.dumps(_scale_run(args[0], int(args[1]), int(args[2]),
+                                    int(args[3]) if len(args) > 3 else None)))
 
 
 def _in_child(kind: str, *args: object, timeout: float = 7200) -> dict:
@@ -958,7 +989,8 @@ def bench_hostile(quick: bool) -> None:
 BENCHES = {"politeness": bench_politeness, "priority": bench_priority, "scale": bench_scale,
            "seen": bench_seen, "dedup": bench_dedup, "warc": bench_warc,
            "distributed": bench_distributed, "realsites": bench_realsites,
-           "hostile": bench_hostile, "engines": bench_engines}
+           "hostile": bench_hostile, "engines": bench_engines,
+           "scale50": bench_scale50}
 
 
 def main() -> int:

@@ -17,6 +17,7 @@ It is enforced on every path to the network, by construction:
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import socket
@@ -37,6 +38,7 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _LEGACY_V4 = frozenset("0123456789abcdefxABCDEFX.")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # hot: every admitted link; hosts repeat
 def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The address an IP-literal host names, in any spelling a resolver or socket library
     would accept (``inet_aton``'s decimal, hex, octal and short forms included); None for a
