@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from crawler_ext.testweb import TestWebServer, politeness_violations, read_log  # noqa: E402
+from testweb import TestWebServer, politeness_violations, read_log  # noqa: E402
 
 STOCK = {"SCHEDULER": "scrapy.core.scheduler.Scheduler",
          "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter"}
@@ -422,7 +422,7 @@ def bench_seen(quick: bool) -> None:
 
     from crawler_ext.admission import Admission
     from crawler_ext.dupefilter import BloomDupeFilter
-    from crawler_ext.urls import fingerprint
+    from crawler_ext.admission.urls import fingerprint
 
     n = 200_000 if quick else 10_000_000
     urls = [f"http://h{i % 5000}.example.com/a/{i}.html?x={i % 7}" for i in range(n)]
@@ -484,10 +484,10 @@ def bench_dedup(quick: bool) -> None:
     import numpy as np
     import simhash as simhash_pkg
 
-    from crawler_ext.dedup import ContentIndex
-    from crawler_ext.extract import main_text
-    from crawler_ext.simhash import SimHashIndex, simhash
-    from crawler_ext.testweb import TestWeb
+    from crawler_ext.dedup.index import ContentIndex
+    from crawler_ext.dedup.extract import main_text
+    from crawler_ext.dedup.simhash import SimHashIndex, simhash
+    from testweb import TestWeb
 
     rng = random.Random(4)
     vocab = [f"w{i}" for i in range(3000)] + ["the"] * 200  # a common word, as real text has
@@ -521,7 +521,7 @@ def bench_dedup(quick: bool) -> None:
     table(f"SimHash of {len(pages)} pages of {size / 1024:.1f} KB (3-word shingles, TF weights)",
           ["implementation", "pages/s (hash only)", "pages/s (text extraction + hash)",
            "pages failing with OverflowError"],
-          [["crawler_ext.simhash (numpy, int64 weights)", len(pages) / t_ours,
+          [["crawler_ext.dedup.simhash (numpy, int64 weights)", len(pages) / t_ours,
             len(pages) / t_full, 0],
            ["simhash 2.1.2 package", len(pages) / t_pkg if failures < len(pages) else "fails",
             "", failures]])
@@ -719,10 +719,10 @@ def bench_distributed(quick: bool) -> None:
 def _redis_memory(client, quick: bool) -> None:
     """Redis memory per queued URL and per host of the shared frontier and seen set."""
     from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
-    from crawler_ext.frontier.redis import RedisFrontier
+    from crawler_ext.distributed.frontier import RedisFrontier
     from crawler_ext.frontier.storage import Entry
-    from crawler_ext.redisbloom import RedisBloom
-    from crawler_ext.urls import fingerprint
+    from crawler_ext.distributed.bloom import RedisBloom
+    from crawler_ext.admission.urls import fingerprint
 
     n, hosts = (200_000, 2_000) if quick else (1_000_000, 10_000)
     rows = []
@@ -819,10 +819,10 @@ def _extractors() -> dict:
 
 
 def bench_realsites(quick: bool) -> None:
-    from crawler_ext.dedup import ContentIndex
-    from crawler_ext.extract import fingerprint_text
-    from crawler_ext.testweb.corpus import build_corpus, reachable, resolve_path
-    from crawler_ext.testweb.static import RealWebServer
+    from crawler_ext.dedup.index import ContentIndex
+    from crawler_ext.dedup.extract import fingerprint_text
+    from testweb.corpus import build_corpus, reachable, resolve_path
+    from testweb.static import RealWebServer
 
     sites = build_corpus()
     pages = []
@@ -847,7 +847,7 @@ def bench_realsites(quick: bool) -> None:
                      sum(w == 0 for w in words), sum(words) / len(words)])
     started = time.perf_counter()
     bases = Counter(fingerprint_text(body).basis for _, _, body in pages)
-    rows.append(["crawler_ext.extract (main, fallbacks)", len(pages) / (time.perf_counter() -
+    rows.append(["crawler_ext.dedup.extract (main, fallbacks)", len(pages) / (time.perf_counter() -
                                                                          started),
                  f"{bases['full']} full text, {bases['body']} body hash", 0, ""])
     index = ContentIndex()
@@ -922,7 +922,7 @@ def bench_hostile(quick: bool) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from test_hostile import Hostile
 
-    from crawler_ext.testweb.hostile import HAZARDS
+    from testweb.hostile import HAZARDS
 
     kinds = ["hazards", "robots5mb", "robotsbinary", "robotshtml", "robotsslow", "normal",
              "cookiebomb", "robots", "redirects", "retryafter", "crawldelay", "hops"]

@@ -7,6 +7,7 @@ settings table is checked against :data:`SETTINGS` by the test suite.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -98,6 +99,28 @@ def _float_list(value: Any) -> list[float]:
     return numbers
 
 
+def _dns_servers(value: Any) -> list[tuple[str, int]]:
+    """``["127.0.0.1:5353", "::1", "[::1]:53"]`` -> ``[(host, port), ...]`` (port 53 if none)."""
+    result: list[tuple[str, int]] = []
+    for item in _str_list(value):
+        text = item.strip()
+        host, port = text, 53
+        if text.startswith("["):
+            host, _, rest = text[1:].partition("]")
+            port = int(rest[1:]) if rest.startswith(":") else 53
+        elif text.count(":") == 1:
+            host, _, port_text = text.partition(":")
+            port = int(port_text)
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            raise ValueError(f"{item!r} is not an IP address[:port]") from None
+        if not 0 < port < 65536:
+            raise ValueError(f"bad port in {item!r}")
+        result.append((host, port))
+    return result
+
+
 def _str_list(value: Any) -> list[str]:
     if value is None or value == "":
         return []
@@ -141,7 +164,7 @@ _SPECS = [
             "Seconds a negative DNS answer (NXDOMAIN, no address) is cached."),
     Setting("CRAWLER_EXT_DNS_PREFETCH", True, _bool,
             "Resolve a host when its first URL is admitted, before its turn comes."),
-    Setting("CRAWLER_EXT_DNS_SERVERS", [], _str_list,
+    Setting("CRAWLER_EXT_DNS_SERVERS", [], _dns_servers,
             "DNS servers (IP[:port]) of the caching resolver; default: those of /etc/resolv.conf."),
     Setting("CRAWLER_EXT_FRONTIER_BACKEND", "memory", _choice("memory", "disk", "sqlite", "redis"),
             "Frontier storage: memory, disk (out-of-core; the default under JOBDIR), sqlite "
@@ -284,8 +307,6 @@ def validate_all(settings: Any) -> None:
     if high < low:
         raise ConfigError(f"CRAWLER_EXT_POLITENESS_MAX_DELAY ({high}) is below "
                           f"CRAWLER_EXT_POLITENESS_MIN_DELAY ({low})")
-    from crawler_ext.dns import parse_servers  # raises ConfigError naming the setting
-
-    parse_servers(get(settings, "CRAWLER_EXT_DNS_SERVERS"))
+    get(settings, "CRAWLER_EXT_DNS_SERVERS")
     if get(settings, "CRAWLER_EXT_SIMHASH_DISTANCE") > 3:
         raise ConfigError("CRAWLER_EXT_SIMHASH_DISTANCE: the SimHash index answers 0 to 3")

@@ -17,7 +17,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.response import get_base_url
 
 from crawler_ext import config
-from crawler_ext.directives import page_directives
+from crawler_ext.hosts.directives import page_directives
 
 __all__ = ["WebSpider", "extract_links", "parse_arguments"]
 

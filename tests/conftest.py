@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler_ext.testweb import TestWebServer
+from testweb import TestWebServer
 
 ROOT = Path(__file__).resolve().parents[1]
 # warcio's command line (warcio check / warcio index), run with this interpreter

@@ -38,9 +38,9 @@ def test_a_users_dont_filter_is_honoured_for_its_redirects_a_retrys_is_not() -> 
 def test_importing_the_pack_does_not_install_a_reactor() -> None:
     # Scrapy's reactorless mode (TWISTED_REACTOR_ENABLED=False) forbids it
     code = ("import sys\n"
-            "import crawler_ext.frontier, crawler_ext.frontier.scheduler, crawler_ext.netguard\n"
-            "import crawler_ext.middlewares, crawler_ext.dupefilter, crawler_ext.pipelines\n"
-            "import crawler_ext.dns, crawler_ext.hosts, crawler_ext.statsfile\n"
+            "import crawler_ext.frontier, crawler_ext.frontier.scheduler, crawler_ext.hosts.netguard\n"
+            "import crawler_ext.dedup.middleware, crawler_ext.dupefilter, crawler_ext.pipelines\n"
+            "import crawler_ext.hosts.dns, crawler_ext.hosts, crawler_ext.statsfile\n"
             "assert 'twisted.internet.reactor' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -57,7 +57,7 @@ def test_requests_with_bodies_are_judged_by_scrapys_fingerprinter() -> None:
     fps = {scheduler._request_fp(r, r.url) for r in (one, two, one.replace())}
     assert len(fps) == 2
     # the host's bits are the URL's, so one host's requests still sort together
-    from crawler_ext.urls import REST_BITS, fingerprint
+    from crawler_ext.admission.urls import REST_BITS, fingerprint
 
     assert {fp >> REST_BITS for fp in fps} == {fingerprint("http://e.com/api") >> REST_BITS}
 

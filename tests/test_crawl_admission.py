@@ -8,7 +8,7 @@ from urllib.parse import unquote
 
 from conftest import run_crawl
 
-from crawler_ext.testweb import read_log
+from testweb import read_log
 
 TRAPS = ("/cal/", "/s/", "/rep/")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, archived_uris, run_crawl
 
-from crawler_ext.testweb import politeness_violations, read_log
+from testweb import politeness_violations, read_log
 from crawler_ext.warc.cdxj import read_index
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import run_crawl
 
-from crawler_ext.testweb import politeness_violations, read_log
+from testweb import politeness_violations, read_log
 
 
 def test_robots_rules_5xx_crawl_delay_and_blocklist(testweb_factory, tmp_path: Path) -> None:

@@ -19,11 +19,11 @@ from conftest import ROOT
 
 from crawler_ext.frontier.codec import entry_url
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
-from crawler_ext.frontier.redis import RedisFrontier
+from crawler_ext.distributed.frontier import RedisFrontier
 from crawler_ext.frontier.storage import Entry
-from crawler_ext.redisbloom import RedisBloom, bloom_geometry
-from crawler_ext.testweb import politeness_violations, read_log
-from crawler_ext.urls import fingerprint
+from crawler_ext.distributed.bloom import RedisBloom, bloom_geometry
+from testweb import politeness_violations, read_log
+from crawler_ext.admission.urls import fingerprint
 
 redis_lib = pytest.importorskip("redis")
 REDIS_URL = "redis://127.0.0.1:6379/9"
@@ -375,14 +375,14 @@ def test_workers_whose_clocks_are_ten_minutes_off_stay_polite_and_fetch_once(
 def test_one_log_line_per_redis_outage_for_all_components(caplog) -> None:
     import logging
 
-    from crawler_ext.redishealth import RedisHealth, health_of
+    from crawler_ext.distributed.health import RedisHealth, health_of
 
     client = redis_lib.Redis.from_url("redis://127.0.0.1:1/3")
     assert health_of(client) is health_of(redis_lib.Redis(host="127.0.0.1", port=1, db=3))
     assert health_of(client).name == "127.0.0.1:1/3"
     clock = iter([10.0, 42.5, 100.0, 101.0]).__next__
     health = RedisHealth("r", clock=clock)
-    with caplog.at_level(logging.INFO, logger="crawler_ext.redishealth"):
+    with caplog.at_level(logging.INFO, logger="crawler_ext.distributed.health"):
         health.answered()  # nothing to say while Redis answers
         for component in ("frontier exchange", "shared log rules", "frontier exchange"):
             health.failed(component, "Connection refused")

@@ -13,16 +13,16 @@ import pytest
 from conftest import ROOT, run_crawl
 
 from crawler_ext import config
-from crawler_ext.dns import DnsCache, parse_servers, read_hosts_file
-from crawler_ext.testweb import read_log
+from crawler_ext.hosts.dns import DnsCache, read_hosts_file
+from testweb import read_log
 
 # Runs in a subprocess: the test web's DNS server and the resolver share one reactor.
 SCRIPT = textwrap.dedent("""
     import json, sys, time
     from twisted.internet import defer, reactor, task
-    from crawler_ext.dns import CachingResolver
-    from crawler_ext.netguard import NetworkGuard
-    from crawler_ext.testweb.dns import listen_dns
+    from crawler_ext.hosts.dns import CachingResolver
+    from crawler_ext.hosts.netguard import NetworkGuard
+    from testweb.dns import listen_dns
 
     log = open(sys.argv[1], "a")
     port = listen_dns("web.test", 10, ttl=int(sys.argv[2]), log=log)
@@ -113,6 +113,9 @@ def test_cache_is_bounded_and_expires() -> None:
 
 
 def test_server_list_and_hosts_file_parsing(tmp_path: Path) -> None:
+    def parse_servers(servers: list[str]) -> list[tuple[str, int]]:
+        return config.get({"CRAWLER_EXT_DNS_SERVERS": servers}, "CRAWLER_EXT_DNS_SERVERS")
+
     assert parse_servers(["127.0.0.1:5353", "::1", "[::1]:54", "10.0.0.1"]) == [
         ("127.0.0.1", 5353), ("::1", 53), ("::1", 54), ("10.0.0.1", 53)]
     with pytest.raises(config.ConfigError, match="CRAWLER_EXT_DNS_SERVERS"):

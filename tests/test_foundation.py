@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_crawl
 
-from crawler_ext.testweb import TestWeb, read_log
+from testweb import TestWeb, read_log
 
 
 def scrapy(*args: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import RocksEngine
 from crawler_ext.frontier.storage import Entry, FrontierStore
-from crawler_ext.urls import fingerprint
+from crawler_ext.admission.urls import fingerprint
 
 BACKENDS = ["memory", "sqlite", "disk", "redis"]
 WEIGHTS = [5, 2, 1]
@@ -40,7 +40,7 @@ class Driver:
         policy = PolitenessPolicy(min_delay=min_delay, max_delay=max(min_delay, 0.01),
                                   latency_factor=0.0)
         if self.kind == "redis":
-            from crawler_ext.frontier.redis import RedisFrontier
+            from crawler_ext.distributed.frontier import RedisFrontier
 
             frontier: FrontierBackend = RedisFrontier(self.redis, "c", policy, WEIGHTS, None,
                                                       shards=4, lease_ttl=1.0, buffer=8)

@@ -1,4 +1,4 @@
-"""The hostile web (``crawler_ext.testweb.hostile``): SSRF through redirects in every
+"""The hostile web (``testweb.hostile``): SSRF through redirects in every
 spelling, robots.txt redirects paced, hosts that ask to wait for days, cookies without a
 Public Suffix List download.  Real `scrapy crawl` runs; the servers' logs are the judge."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import run_crawl
 
-from crawler_ext.testweb import politeness_violations, read_log
-from crawler_ext.testweb.process import ServerProcess
+from testweb import politeness_violations, read_log
+from testweb.process import ServerProcess
 
 HOSTS = "*.hostile.test=127.0.0.1"
 
@@ -23,7 +23,7 @@ class Hostile(ServerProcess):
     def __init__(self, workdir: Path) -> None:
         self.log_path = workdir / "requests.jsonl"
         self.forbidden_path = workdir / "forbidden.jsonl"
-        ready = self._launch([sys.executable, "-m", "crawler_ext.testweb.hostile", "--log",
+        ready = self._launch([sys.executable, "-m", "testweb.hostile", "--log",
                               str(self.log_path), "--forbidden-log", str(self.forbidden_path)])
         self.port = int(ready["port"])
         self.forbidden_port = int(ready["forbidden"])
@@ -158,7 +158,7 @@ def test_hostile_servers_do_not_stop_the_crawl_or_cost_other_pages(hostile, tmp_
     assert "Spider error processing" not in result.output
     log = read_log(hostile.log_path)
     fetched = {(e.host.split(".")[0], e.path) for e in log}
-    from crawler_ext.testweb.hostile import HAZARDS
+    from testweb.hostile import HAZARDS
 
     for kind in ("hazards", "robots5mb", "robotsbinary", "robotshtml", "normal"):
         assert {(kind, f"/ok/{i}") for i in range(5)} <= fetched, kind
@@ -270,7 +270,7 @@ def test_requests_of_one_host_go_out_in_priority_order(hostile, tmp_path: Path) 
 
 @pytest.mark.slow
 def test_a_catalogue_and_a_long_pagination_are_crawled_whole(hostile, tmp_path: Path) -> None:
-    from crawler_ext.testweb.hostile import CATALOGUE_ITEMS, PAGINATION
+    from testweb.hostile import CATALOGUE_ITEMS, PAGINATION
 
     result = crawl(hostile, tmp_path, ["shop", "blog"], CRAWLER_EXT_POLITENESS_MIN_DELAY=0,
                    CRAWLER_EXT_POLITENESS_LATENCY_FACTOR=0,
@@ -319,7 +319,7 @@ def test_no_sitemap_or_sitemap_redirect_reaches_a_forbidden_address(
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert hostile.forbidden_connections() == []
     fetched = {e.path for e in read_log(hostile.log_path) if e.host.startswith("sitemaps.")}
-    from crawler_ext.testweb.hostile import forbidden_forms
+    from testweb.hostile import forbidden_forms
 
     forms = forbidden_forms(hostile.forbidden_port)
     assert {"/sitemap.xml", "/sitemap-pages.xml"} | {f"/to/{f}" for f in forms} <= fetched

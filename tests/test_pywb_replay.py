@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import free_port, run_crawl
 
-from crawler_ext.testweb import TestWeb
+from testweb import TestWeb
 
 PYWB_ENV = Path(os.environ.get("CRAWLER_EXT_PYWB_VENV",
                                Path.home() / ".cache" / "crawler_ext" / "pywb-venv"))

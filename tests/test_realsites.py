@@ -1,4 +1,4 @@
-"""Real documentation sites (``crawler_ext.testweb.corpus``), each its own loopback host,
+"""Real documentation sites (``testweb.corpus``), each its own loopback host,
 crawled with the reference project's defaults and judged by the server's request log.
 
 The corpus: Debian documentation packages (DocBook, docutils, Texinfo, Javadoc, Doxygen,
@@ -20,9 +20,9 @@ import pytest
 from conftest import run_crawl
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler_ext.testweb import politeness_violations, read_log
-from crawler_ext.testweb.corpus import build_corpus, resolve_path
-from crawler_ext.testweb.static import SPHINX_ROBOTS, RealWebServer, robots_for
+from testweb import politeness_violations, read_log
+from testweb.corpus import build_corpus, resolve_path
+from testweb.static import SPHINX_ROBOTS, RealWebServer, robots_for
 
 pytestmark = pytest.mark.slow
 

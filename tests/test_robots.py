@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crawler_ext.robots import Decision, RobotsCache
+from crawler_ext.hosts.robots import Decision, RobotsCache
 
 ROBOTS = b"""User-agent: crawler_ext
 Disallow: /nocrawl/

@@ -12,7 +12,7 @@ from crawler_ext.frontier import Frontier, MemoryStore, PolitenessPolicy
 from crawler_ext.frontier.core import DROP
 from crawler_ext.frontier.robotsgate import ROBOTS_META, ROBOTS_PRIORITY, RobotsGate
 from crawler_ext.frontier.storage import Entry
-from crawler_ext.robots import RobotsCache
+from crawler_ext.hosts.robots import RobotsCache
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2\nSitemap: http://h.test/s.xml\n"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
-from crawler_ext.dedup import ContentIndex
-from crawler_ext.extract import fingerprint_text, main_text
-from crawler_ext.simhash import SimHashIndex, exact_hash, hamming, simhash
-from crawler_ext.testweb import TestWeb
+from crawler_ext.dedup.index import ContentIndex
+from crawler_ext.dedup.extract import fingerprint_text, main_text
+from crawler_ext.dedup.simhash import SimHashIndex, exact_hash, hamming, simhash
+from testweb import TestWeb
 
 
 def test_common_word_hundreds_of_times_hashes_without_error() -> None:
@@ -125,7 +125,7 @@ def test_the_same_url_fetched_again_is_not_its_own_duplicate(tmp_path) -> None:
 def test_a_deeply_nested_page_skips_main_content_detection() -> None:
     import time
 
-    from crawler_ext.extract import too_deep
+    from crawler_ext.dedup.extract import too_deep
 
     words = " ".join(f"w{i}" for i in range(50))
     deep = "<html><body>" + "<div>" * 100_000 + words + "</div>" * 100_000 + "</body></html>"

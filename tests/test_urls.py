@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawler_ext.urls import InvalidURL, canonicalize, fingerprint, url_fingerprint
+from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint, url_fingerprint
 
 
 @pytest.mark.parametrize("variant", [

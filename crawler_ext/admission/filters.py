@@ -1,7 +1,7 @@
 """URL admission: canonicalise, then trap filters, before the seen set and the frontier.
 
 Each rejection has a reason (counted in stats as ``admission/rejected/<reason>``):
-malformed URLs (the reasons of :class:`~crawler_ext.urls.InvalidURL`), ``too_long``,
+malformed URLs (the reasons of :class:`~crawler_ext.admission.urls.InvalidURL`), ``too_long``,
 ``path_depth``, ``repeated_segments``, ``host_budget`` and ``pattern_cap`` (too many URLs of
 one host whose paths and parameters differ only in numeric or id-like values) and
 ``pattern_chain`` (a URL of the same pattern as the page that linked to it, that page
@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from crawler_ext import config
-from crawler_ext.netguard import NetworkGuard
-from crawler_ext.urls import InvalidURL, canonicalize, host_of
+from crawler_ext.hosts.netguard import NetworkGuard
+from crawler_ext.admission.urls import InvalidURL, canonicalize, host_of
 
 __all__ = ["Admission", "AdmissionRules", "differing_parameter", "renamed_id", "url_pattern"]
 

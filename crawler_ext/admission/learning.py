@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler_ext.admission.filters import Admission, differing_parameter, url_pattern
-from crawler_ext.urls import host_of
+from crawler_ext.admission.urls import host_of
 
 __all__ = ["RuleLearning"]
 

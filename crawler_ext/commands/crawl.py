@@ -59,7 +59,7 @@ def _check_redis(settings: object) -> None:
     """A distributed crawl needs its Redis: say so in one line if it does not answer."""
     import redis
 
-    from crawler_ext.distributed import redis_from_settings
+    from crawler_ext.distributed.cli import redis_from_settings
 
     try:
         redis_from_settings(settings).ping()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from crawler_ext.frontier.core import Frontier, WeightedBands
+from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy, parse_retry_after
-from crawler_ext.frontier.scheduler import FrontierScheduler, politeness_key
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, HostState, MemoryStore
 
@@ -13,3 +15,13 @@ __all__ = [
     "Outcome", "PolitenessPolicy", "SqliteStore", "WeightedBands", "parse_retry_after",
     "politeness_key",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # the scheduler (``SCHEDULER = "crawler_ext.frontier.FrontierScheduler"``) is imported on
+    # first use: it imports every backend, the Redis one included, which imports this package
+    if name == "FrontierScheduler":
+        from crawler_ext.frontier.scheduler import FrontierScheduler
+
+        return FrontierScheduler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

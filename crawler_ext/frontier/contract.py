@@ -1,7 +1,7 @@
 """The frontier contract: what the scheduler asks of a frontier, whatever keeps it.
 
 Three backends implement it: :class:`~crawler_ext.frontier.core.Frontier` over the memory or
-the sqlite store (one process), and :class:`~crawler_ext.frontier.redis.RedisFrontier` (many
+the sqlite store (one process), and :class:`~crawler_ext.distributed.frontier.RedisFrontier` (many
 workers).  The scheduler talks to this contract only; no code looks at which backend it has.
 ``tests/test_frontier_contract.py`` runs the same scenarios over all three.
 

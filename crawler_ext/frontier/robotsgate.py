@@ -24,7 +24,7 @@ from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.core import DROP
 from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.storage import Entry
-from crawler_ext.robots import Decision, RobotsCache, origin_of
+from crawler_ext.hosts.robots import Decision, RobotsCache, origin_of
 
 __all__ = ["ROBOTS_META", "ROBOTS_PRIORITY", "RobotsGate"]
 

@@ -30,11 +30,11 @@ from scrapy.utils.reactor import is_reactor_installed
 
 from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, RuleLearning
-from crawler_ext.distributed import crawl_prefix, redis_from_settings
+from crawler_ext.distributed.cli import crawl_prefix, redis_from_settings
 from crawler_ext.seen import MAYBE, SeenSet, as_seen_set
-from crawler_ext.netguard import NetworkGuard, use_bundled_public_suffix_list
-from crawler_ext.redisbloom import RedisBloom
-from crawler_ext.blocklist import Blocklist
+from crawler_ext.hosts.netguard import NetworkGuard, use_bundled_public_suffix_list
+from crawler_ext.distributed.bloom import RedisBloom
+from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.frontier.codec import (
     CHAIN,
     decode_request,
@@ -54,14 +54,14 @@ from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.engine import EngineHandle
 from crawler_ext.frontier.keys import PolitenessKeys, politeness_key
 from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
-from crawler_ext.frontier.redis import RedisFrontier
+from crawler_ext.distributed.frontier import RedisFrontier
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import make_engine
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
-from crawler_ext.robots import RobotsCache
-from crawler_ext.sharedlog import SharedLog
+from crawler_ext.hosts.robots import RobotsCache
+from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.signals import (
     content_checked,
@@ -70,7 +70,7 @@ from crawler_ext.signals import (
     sitemaps_found,
     storage_failed,
 )
-from crawler_ext.urls import REST_BITS, fingerprint
+from crawler_ext.admission.urls import REST_BITS, fingerprint
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

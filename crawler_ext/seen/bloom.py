@@ -4,7 +4,7 @@
 
 Where Scrapy's ``RFPDupeFilter`` asks "was this *request* made?" (method, canonical URL, body,
 as hex SHA-1 strings in a Python set, about 150 bytes each), this asks "was this *URL*
-admitted?" with 8-byte fingerprints of the canonical URL (``crawler_ext.urls``) in a Bloom
+admitted?" with 8-byte fingerprints of the canonical URL (``crawler_ext.admission.urls``) in a Bloom
 filter of about 10 bits per URL at 1 % false positives.  A false positive skips a new URL;
 the rate is configurable and reported in stats.
 
@@ -36,7 +36,7 @@ from scrapy.utils.request import referer_str
 from crawler_ext import config
 from crawler_ext.int64 import to_signed as _signed
 from crawler_ext.seen.contract import MAYBE
-from crawler_ext.urls import InvalidURL, canonicalize, fingerprint
+from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint
 
 __all__ = ["BloomDupeFilter", "ExactSeenStore", "MAYBE"]
 

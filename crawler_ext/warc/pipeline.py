@@ -32,7 +32,7 @@ from warcio.statusandheaders import StatusAndHeaders
 
 from crawler_ext import config
 from crawler_ext.diskfull import is_disk_full, report_disk_full
-from crawler_ext.directives import raw_noindex
+from crawler_ext.hosts.directives import raw_noindex
 from crawler_ext.signals import content_duplicate, frontier_commit
 from crawler_ext.warc.cdxj import metadata_uri
 from crawler_ext.warc.writer import WarcFileWriter, metadata_payload

@@ -3,7 +3,9 @@ prints ``READY key=value ...``, stopped with SIGTERM (then SIGKILL)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
 __all__ = ["ServerProcess"]
@@ -18,7 +20,11 @@ class ServerProcess:
 
     def _launch(self, cmd: list[str]) -> dict[str, str]:
         """Run ``cmd``; return the fields of its READY line."""
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        # the test web lives in the checkout, beside the installed package: put it on the path
+        root = str(Path(__file__).resolve().parents[1])
+        path = os.environ.get("PYTHONPATH")
+        env = dict(os.environ, PYTHONPATH=root + (os.pathsep + path if path else ""))
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.startswith("READY"):

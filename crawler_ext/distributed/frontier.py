@@ -57,9 +57,10 @@ from crawler_ext.frontier.core import DROP, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.int64 import to_unsigned
-from crawler_ext.redisbloom import RedisBloom
-from crawler_ext.redishealth import health_of
-from crawler_ext.sharedlog import SharedLog
+from crawler_ext.distributed.bloom import RedisBloom
+from crawler_ext.distributed.health import health_of
+from crawler_ext.distributed.sharedlog import SharedLog
+from crawler_ext.distributed.lua import lua
 
 __all__ = ["RedisFrontier", "shard_of"]
 
@@ -77,161 +78,13 @@ def priority_rank(priority: int) -> int:
     half = PRIORITY_RANKS // 2
     return half - 1 - min(max(priority, -half), half - 1)
 
-_LUA_READY = """
-local SCALE = 17592186044416
-local RANK = 281474976710656
-local function ready(P, key)
-  local old = redis.call('HGET', P..':hb', key)
-  if old == 'L' then return end
-  local head = redis.call('ZRANGE', P..':q:'..key, 0, 0, 'WITHSCORES')
-  if #head == 0 then
-    if old then redis.call('ZREM', P..':r:'..old, key); redis.call('HDEL', P..':hb', key) end
-    return
-  end
-  local band = math.floor(tonumber(head[2]) / SCALE) % 16
-  if old and tonumber(old) ~= band then redis.call('ZREM', P..':r:'..old, key) end
-  local at = tonumber(redis.call('HGET', P..':na', key) or '0')
-  redis.call('ZADD', P..':r:'..band, at, key)
-  redis.call('HSET', P..':hb', key, band)
-end
-local function requeue(P, id, key)
-  local blob = redis.call('HGET', P..':e', id)
-  if blob then
-    redis.call('ZADD', P..':q:'..key,
-               string.byte(blob, 2) * RANK + string.byte(blob, 1) * SCALE + tonumber(id), id)
-  end
-end
-local function unlock(P, key)
-  redis.call('ZREM', P..':lk', key); redis.call('HDEL', P..':lo', key)
-  redis.call('HDEL', P..':hb', key)
-end
-"""
+_LUA_READY = lua("frontier_ready.lua")
 
 # KEYS[1]: the shard's entry hash (names the slot).  ARGV: prefix, worker, lease ttl, bands,
 # then counts: push, release, complete, renew-entries, renew-keys; then the band quotas, the
 # total to take, whether to reclaim expired leases, and the sections.  Returns: outstanding
 # entries, expired leases, lost keys, taken (key, id, entry, state) flattened.
-_LUA_SYNC = _LUA_READY + """
-local P, worker, ttl, nb = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local n_push, n_rel, n_done = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local n_renew, n_renew_keys = tonumber(ARGV[8]), tonumber(ARGV[9])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local total = tonumber(ARGV[10 + nb])
-local i = 12 + nb
--- admitted entries: [key, band, delay ('' or seconds from now), blob]
-for _ = 1, n_push do
-  local key, band, delay, blob = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
-  i = i + 4
-  local id = redis.call('INCR', P..':id')
-  redis.call('HSET', P..':e', id, blob)
-  if delay ~= '' then
-    redis.call('ZADD', P..':d', now + tonumber(delay), id..'|'..key)
-  else
-    redis.call('ZADD', P..':q:'..key, string.byte(blob, 2) * RANK + band * SCALE + id, id)
-    ready(P, key)
-  end
-end
--- delayed entries whose time has come join their key's queue
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':d', '-inf', now, 'LIMIT', 0, 1000)) do
-  redis.call('ZREM', P..':d', m)
-  local sep = string.find(m, '|', 1, true)
-  local key = string.sub(m, sep + 1)
-  requeue(P, string.sub(m, 1, sep - 1), key)
-  ready(P, key)
-end
--- keys released: [key, delay or '', state or '', ids to requeue (comma-separated)]
-local lost = 0
-for _ = 1, n_rel do
-  local key, delay, state, back = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  i = i + 4
-  if redis.call('HGET', P..':lo', key) == worker then
-    for id in string.gmatch(back, '[^,]+') do
-      redis.call('ZREM', P..':ls', id..'|'..key)
-      requeue(P, id, key)
-    end
-    if delay ~= '' then redis.call('HSET', P..':na', key, now + tonumber(delay)) end
-    if state ~= '' then redis.call('HSET', P..':hs', key, state) end
-    unlock(P, key)
-    ready(P, key)
-  else
-    lost = lost + 1
-  end
-end
--- entries done with: 'id|key'
-for _ = 1, n_done do
-  local m = ARGV[i]
-  i = i + 1
-  redis.call('ZREM', P..':ls', m)
-  redis.call('HDEL', P..':e', string.sub(m, 1, string.find(m, '|', 1, true) - 1))
-end
--- leases still held by this worker
-for _ = 1, n_renew do
-  redis.call('ZADD', P..':ls', 'XX', now + ttl, ARGV[i])
-  i = i + 1
-end
-for _ = 1, n_renew_keys do
-  if redis.call('HGET', P..':lo', ARGV[i]) == worker then
-    redis.call('ZADD', P..':lk', 'XX', now + ttl, ARGV[i])
-  end
-  i = i + 1
-end
--- leases of crashed (or stalled) workers (looked for about once a second)
-local expired = 0
-if ARGV[11 + nb] == '1' then
-  for _, key in ipairs(redis.call('ZRANGEBYSCORE', P..':lk', '-inf', now, 'LIMIT', 0, 200)) do
-    unlock(P, key)
-    ready(P, key)
-  end
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':ls', '-inf', now, 'LIMIT', 0, 200)) do
-    redis.call('ZREM', P..':ls', m)
-    local sep = string.find(m, '|', 1, true)
-    local id, key = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
-    requeue(P, id, key)
-    ready(P, key)
-    expired = expired + 1
-  end
-end
--- take ready keys: each band up to its quota (weighted, so no band starves), then the
--- rest of the total from the best bands
-local out = {}
-local taken = 0
-local drained = {}
-for pass = 1, 2 do
- for b = 0, nb - 1 do
-  local quota = tonumber(ARGV[10 + b])
-  if pass == 2 then quota = total - taken end
-  if quota > total - taken then quota = total - taken end
-  if quota > 0 and not drained[b] then
-    local keys = redis.call('ZRANGEBYSCORE', P..':r:'..b, '-inf', now, 'LIMIT', 0, quota)
-    if #keys < quota then drained[b] = true end
-    for _, key in ipairs(keys) do
-      redis.call('ZREM', P..':r:'..b, key)
-      redis.call('HDEL', P..':hb', key)
-      local popped = redis.call('ZPOPMIN', P..':q:'..key)
-      if #popped > 0 then
-        local id = popped[1]
-        local blob = redis.call('HGET', P..':e', id)
-        if blob then
-          redis.call('ZADD', P..':ls', now + ttl, id..'|'..key)
-          redis.call('ZADD', P..':lk', now + ttl, key)
-          redis.call('HSET', P..':lo', key, worker)
-          redis.call('HSET', P..':hb', key, 'L')
-          out[#out + 1] = key
-          out[#out + 1] = id
-          out[#out + 1] = blob
-          out[#out + 1] = redis.call('HGET', P..':hs', key) or ''
-          taken = taken + 1
-        else
-          ready(P, key)
-        end
-      end
-    end
-  end
- end
-end
-return {redis.call('HLEN', P..':e'), expired, lost, out}
-"""
+_LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
 
 
 # Seeds popped from the start-URLs list are claimed until the exchange that pushes them into
@@ -239,26 +92,7 @@ return {redis.call('HLEN', P..':e'), expired, lost, out}
 # seeds of a worker that dies in between go back to the list.  KEYS: the list, the claims
 # hash and their expiry set (hash-tagged with the list's name: one slot).  ARGV: count,
 # worker, ttl.  Returns popped seeds, seeds left, claims open.
-_LUA_CLAIM = r"""
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-for _, dead in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
-  local seeds = redis.call('HGET', KEYS[2], dead)
-  if seeds then
-    for url in string.gmatch(seeds, '[^\n]+') do redis.call('RPUSH', KEYS[1], url) end
-  end
-  redis.call('HDEL', KEYS[2], dead); redis.call('ZREM', KEYS[3], dead)
-end
-local popped = {}
-if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
-  popped = redis.call('LPOP', KEYS[1], tonumber(ARGV[1])) or {}
-  if #popped > 0 then
-    redis.call('HSET', KEYS[2], ARGV[2], table.concat(popped, '\n'))
-    redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
-  end
-end
-return {popped, redis.call('LLEN', KEYS[1]), redis.call('ZCARD', KEYS[3])}
-"""
+_LUA_CLAIM = lua("seeds_claim.lua")
 
 
 def shard_of(key: str, shards: int) -> int:

@@ -1,6 +1,6 @@
 """The test web: a deterministic multi-host web served on loopback, with its ground truth.
 
-``TestWebServer`` runs ``python -m crawler_ext.testweb`` in a subprocess for tests, benchmarks
+``TestWebServer`` runs ``python -m testweb`` in a subprocess for tests, benchmarks
 and the demo; crawls resolve its host names through ``CRAWLER_EXT_HOSTS``.
 """
 
@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from crawler_ext.testweb.model import TestWeb
-from crawler_ext.testweb.process import ServerProcess
-from crawler_ext.testweb.requestlog import LogEntry, politeness_violations, read_log
+from testweb.model import TestWeb
+from testweb.process import ServerProcess
+from testweb.requestlog import LogEntry, politeness_violations, read_log
 
 __all__ = ["TestWeb", "TestWebServer", "LogEntry", "read_log", "politeness_violations"]
 
@@ -38,7 +38,7 @@ class TestWebServer(ServerProcess):
         self.port = 0
 
     def start(self) -> TestWebServer:
-        cmd = [sys.executable, "-m", "crawler_ext.testweb", "--seed", str(self.seed),
+        cmd = [sys.executable, "-m", "testweb", "--seed", str(self.seed),
                "--hosts", str(self.hosts), "--pages", str(self.pages), "--log", str(self.log_path),
                "--truth", str(self.truth_path), "--seeds-file", str(self.seeds_path)]
         if not self.hazards:

@@ -1,6 +1,6 @@
 """A hostile web on loopback: servers that misbehave on purpose, for the reliability tests.
 
-``python -m crawler_ext.testweb.hostile --log requests.jsonl --forbidden-log forbidden.jsonl``
+``python -m testweb.hostile --log requests.jsonl --forbidden-log forbidden.jsonl``
 serves virtual hosts ``<kind>.hostile.test`` on 127.0.0.1 and opens a *forbidden* listener on
 127.0.0.3 (outside the crawl's allowed networks) that logs every connection it receives: a
 crawl that obeys the SSRF guard leaves that log empty.
@@ -273,7 +273,7 @@ def _transport_hazard(host: str, path: str, request: Any, logged: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crawler_ext.testweb.hostile",
+    parser = argparse.ArgumentParser(prog="python -m testweb.hostile",
                                      description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log", required=True, help="request log file (JSON lines)")
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     from twisted.web.resource import Resource
     from twisted.web.server import Site
 
-    from crawler_ext.testweb.requestlog import write_entry
+    from testweb.requestlog import write_entry
 
     log: IO[str] = open(args.log, "a", encoding="utf-8")  # noqa: SIM115
     forbidden_log: IO[str] = open(args.forbidden_log, "a", encoding="utf-8")  # noqa: SIM115

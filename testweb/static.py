@@ -1,6 +1,6 @@
-"""Serve real documentation trees (``crawler_ext.testweb.corpus``) as loopback virtual hosts.
+"""Serve real documentation trees (``testweb.corpus``) as loopback virtual hosts.
 
-``python -m crawler_ext.testweb.static --sites sites.json --log requests.jsonl`` serves each
+``python -m testweb.static --sites sites.json --log requests.jsonl`` serves each
 site at ``http://<name>.real.test:<port>/`` with the same request log as the test web (so
 ``politeness_violations`` judges a crawl of it), ``--latency`` seconds per response.  Each
 site may carry a robots.txt of its own (``robots`` in sites.json); without one it is a 404.
@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from crawler_ext.testweb.corpus import Site, build_corpus, reachable, resolve_path
-from crawler_ext.testweb.process import ServerProcess
-from crawler_ext.testweb.requestlog import write_entry
+from testweb.corpus import Site, build_corpus, reachable, resolve_path
+from testweb.process import ServerProcess
+from testweb.requestlog import write_entry
 
 __all__ = ["RealWebServer", "SPHINX_ROBOTS", "main"]
 
@@ -84,7 +84,7 @@ def _resource(sites: dict[str, dict[str, Any]], latency: float, log: IO[str] | N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crawler_ext.testweb.static",
+    parser = argparse.ArgumentParser(prog="python -m testweb.static",
                                      description=__doc__)
     parser.add_argument("--sites", required=True, help="JSON: {name: {root, robots}}")
     parser.add_argument("--port", type=int, default=0)
@@ -125,7 +125,7 @@ class RealWebServer(ServerProcess):
         spec = {name: {"root": str(s.root), "robots": robots_for(s)}
                 for name, s in self.sites.items()}
         (self.dir / "sites.json").write_text(json.dumps(spec))
-        ready = self._launch([sys.executable, "-m", "crawler_ext.testweb.static", "--sites",
+        ready = self._launch([sys.executable, "-m", "testweb.static", "--sites",
                               str(self.dir / "sites.json"), "--log", str(self.log_path),
                               "--latency", str(self.latency)])
         self.port = int(ready["port"])

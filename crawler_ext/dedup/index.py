@@ -2,9 +2,9 @@
 
 A page is fingerprinted by its main text, or its full visible text where the main text is
 too short to be evidence, or -- below ``min_words`` words of either -- its raw body
-(``crawler_ext.extract``).  Exact duplicates share the hash of that text (or the body's
+(``crawler_ext.dedup.extract``).  Exact duplicates share the hash of that text (or the body's
 exact hash); near-duplicates have SimHashes within ``distance`` bits
-(``crawler_ext.simhash``), and a page fingerprinted by its raw body is never a near
+(``crawler_ext.dedup.simhash``), and a page fingerprinted by its raw body is never a near
 duplicate: a trivial text is no evidence.  With a path (``JOBDIR/content.sqlite3``)
 the index is persisted in batches and rebuilt on open, so a resumed crawl remembers it.
 """
@@ -20,8 +20,8 @@ import numpy as np
 
 from crawler_ext.int64 import to_signed as _signed
 from crawler_ext.int64 import to_unsigned as _unsigned
-from crawler_ext.extract import fingerprint_text
-from crawler_ext.simhash import SimHashIndex, exact_hash, simhash
+from crawler_ext.dedup.extract import fingerprint_text
+from crawler_ext.dedup.simhash import SimHashIndex, exact_hash, simhash
 
 __all__ = ["ContentIndex", "Verdict"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from crawler_ext.redisbloom import RedisBloom
+from crawler_ext.distributed.bloom import RedisBloom
 
 __all__ = ["crawl_prefix", "crawl_status", "main", "read_seeds", "redis_from_settings"]
 

@@ -1,4 +1,4 @@
-"""``python -m crawler_ext.demo``: crawl the test web with the reference project and summarise.
+"""``python -m testweb.demo``: crawl the test web with the reference project and summarise.
 
 Starts the test web on loopback, runs ``scrapy crawl web`` over it (from the checkout's
 project, with every crawler_ext component on), then prints pages, hosts, statuses, what
@@ -18,13 +18,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from crawler_ext.testweb import TestWebServer, politeness_violations
+from testweb import TestWebServer, politeness_violations
 
 PROJECT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crawler_ext.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m testweb.demo", description=__doc__)
     parser.add_argument("--hosts", type=int, default=200)
     parser.add_argument("--pages", type=int, default=5, help="pages per host")
     parser.add_argument("--min-delay", type=float, default=0.25)

@@ -3,7 +3,7 @@
 ``HostsMap`` is the pure lookup; ``HostsOverrideResolver`` installs it as Scrapy's
 ``TWISTED_DNS_RESOLVER`` (``DNS_RESOLVER`` before Scrapy 2.17) in front of the default
 caching resolver, so names not in the map resolve as usual.  Every answer passes the SSRF
-guard (``crawler_ext.netguard``).
+guard (``crawler_ext.hosts.netguard``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from twisted.internet.interfaces import IResolverSimple
 from zope.interface import implementer
 
 from crawler_ext import config
-from crawler_ext.netguard import NetworkGuard
+from crawler_ext.hosts.netguard import NetworkGuard
 
 if TYPE_CHECKING:
     from twisted.internet.base import ReactorBase

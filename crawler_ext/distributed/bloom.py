@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+from crawler_ext.distributed.lua import lua
 from typing import Any
 
 __all__ = ["BLOCK_BITS", "RedisBloom", "bloom_geometry"]
@@ -24,18 +25,7 @@ BLOCK_BITS = 1 << 27
 _MASK = (1 << 64) - 1
 
 # KEYS[1]: the block.  ARGV[1]: k; then k positions per fingerprint.  Returns 1 (new) / 0.
-_LUA_ADD = """
-local k = tonumber(ARGV[1])
-local out = {}
-for i = 2, #ARGV, k do
-  local new = 0
-  for j = i, i + k - 1 do
-    if redis.call('SETBIT', KEYS[1], ARGV[j], 1) == 0 then new = 1 end
-  end
-  out[#out + 1] = new
-end
-return out
-"""
+_LUA_ADD = lua("bloom_add.lua")
 
 
 def bloom_geometry(capacity: int, error_rate: float) -> tuple[int, int, int]:

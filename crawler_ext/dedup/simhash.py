@@ -1,7 +1,7 @@
 """Content fingerprints: the text of a page, its exact hash, its 64-bit SimHash, and an index
 that finds stored SimHashes within Hamming distance k without scanning them all.
 
-* The text comes from ``crawler_ext.extract`` (a maintained main-content extractor).
+* The text comes from ``crawler_ext.dedup.extract`` (a maintained main-content extractor).
 * ``exact_hash(text)``: 64 bits of BLAKE2b over the normalised text.
 * ``simhash(text)``: Charikar's SimHash over 3-word shingles weighted by term frequency,
   vectorised with numpy.  It replaces the ``simhash`` package, whose 2.1.2 release raises

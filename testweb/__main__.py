@@ -1,4 +1,4 @@
-"""``python -m crawler_ext.testweb``: serve the test web on loopback until interrupted."""
+"""``python -m testweb``: serve the test web on loopback until interrupted."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import sys
 
 from twisted.internet import reactor
 
-from crawler_ext.testweb.dns import listen_dns
-from crawler_ext.testweb.model import TestWeb
-from crawler_ext.testweb.server import listen
+from testweb.dns import listen_dns
+from testweb.model import TestWeb
+from testweb.server import listen
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crawler_ext.testweb", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m testweb", description=__doc__)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--pages", type=int, default=20, help="pages per host")

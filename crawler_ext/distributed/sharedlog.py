@@ -15,7 +15,7 @@ from typing import Any
 
 from twisted.internet import task, threads
 
-from crawler_ext.redishealth import health_of
+from crawler_ext.distributed.health import health_of
 
 __all__ = ["SharedLog"]
 

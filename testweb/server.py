@@ -1,4 +1,4 @@
-"""Serve a :class:`~crawler_ext.testweb.model.TestWeb` over HTTP on loopback, logging every request.
+"""Serve a :class:`~testweb.model.TestWeb` over HTTP on loopback, logging every request.
 
 One Twisted site answers for every virtual host (chosen by the ``Host`` header).  Each request
 is delayed by its host's latency and then written to the request log as one JSON line:
@@ -15,8 +15,8 @@ from twisted.internet import reactor
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Site
 
-from crawler_ext.testweb.model import TestWeb
-from crawler_ext.testweb.requestlog import write_entry
+from testweb.model import TestWeb
+from testweb.requestlog import write_entry
 
 __all__ = ["TestWebResource", "listen"]
 

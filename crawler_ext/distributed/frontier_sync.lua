@@ -1,0 +1,119 @@
+local P, worker, ttl, nb = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local n_push, n_rel, n_done = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local n_renew, n_renew_keys = tonumber(ARGV[8]), tonumber(ARGV[9])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local total = tonumber(ARGV[10 + nb])
+local i = 12 + nb
+-- admitted entries: [key, band, delay ('' or seconds from now), blob]
+for _ = 1, n_push do
+  local key, band, delay, blob = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
+  i = i + 4
+  local id = redis.call('INCR', P..':id')
+  redis.call('HSET', P..':e', id, blob)
+  if delay ~= '' then
+    redis.call('ZADD', P..':d', now + tonumber(delay), id..'|'..key)
+  else
+    redis.call('ZADD', P..':q:'..key, string.byte(blob, 2) * RANK + band * SCALE + id, id)
+    ready(P, key)
+  end
+end
+-- delayed entries whose time has come join their key's queue
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':d', '-inf', now, 'LIMIT', 0, 1000)) do
+  redis.call('ZREM', P..':d', m)
+  local sep = string.find(m, '|', 1, true)
+  local key = string.sub(m, sep + 1)
+  requeue(P, string.sub(m, 1, sep - 1), key)
+  ready(P, key)
+end
+-- keys released: [key, delay or '', state or '', ids to requeue (comma-separated)]
+local lost = 0
+for _ = 1, n_rel do
+  local key, delay, state, back = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  i = i + 4
+  if redis.call('HGET', P..':lo', key) == worker then
+    for id in string.gmatch(back, '[^,]+') do
+      redis.call('ZREM', P..':ls', id..'|'..key)
+      requeue(P, id, key)
+    end
+    if delay ~= '' then redis.call('HSET', P..':na', key, now + tonumber(delay)) end
+    if state ~= '' then redis.call('HSET', P..':hs', key, state) end
+    unlock(P, key)
+    ready(P, key)
+  else
+    lost = lost + 1
+  end
+end
+-- entries done with: 'id|key'
+for _ = 1, n_done do
+  local m = ARGV[i]
+  i = i + 1
+  redis.call('ZREM', P..':ls', m)
+  redis.call('HDEL', P..':e', string.sub(m, 1, string.find(m, '|', 1, true) - 1))
+end
+-- leases still held by this worker
+for _ = 1, n_renew do
+  redis.call('ZADD', P..':ls', 'XX', now + ttl, ARGV[i])
+  i = i + 1
+end
+for _ = 1, n_renew_keys do
+  if redis.call('HGET', P..':lo', ARGV[i]) == worker then
+    redis.call('ZADD', P..':lk', 'XX', now + ttl, ARGV[i])
+  end
+  i = i + 1
+end
+-- leases of crashed (or stalled) workers (looked for about once a second)
+local expired = 0
+if ARGV[11 + nb] == '1' then
+  for _, key in ipairs(redis.call('ZRANGEBYSCORE', P..':lk', '-inf', now, 'LIMIT', 0, 200)) do
+    unlock(P, key)
+    ready(P, key)
+  end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':ls', '-inf', now, 'LIMIT', 0, 200)) do
+    redis.call('ZREM', P..':ls', m)
+    local sep = string.find(m, '|', 1, true)
+    local id, key = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
+    requeue(P, id, key)
+    ready(P, key)
+    expired = expired + 1
+  end
+end
+-- take ready keys: each band up to its quota (weighted, so no band starves), then the
+-- rest of the total from the best bands
+local out = {}
+local taken = 0
+local drained = {}
+for pass = 1, 2 do
+ for b = 0, nb - 1 do
+  local quota = tonumber(ARGV[10 + b])
+  if pass == 2 then quota = total - taken end
+  if quota > total - taken then quota = total - taken end
+  if quota > 0 and not drained[b] then
+    local keys = redis.call('ZRANGEBYSCORE', P..':r:'..b, '-inf', now, 'LIMIT', 0, quota)
+    if #keys < quota then drained[b] = true end
+    for _, key in ipairs(keys) do
+      redis.call('ZREM', P..':r:'..b, key)
+      redis.call('HDEL', P..':hb', key)
+      local popped = redis.call('ZPOPMIN', P..':q:'..key)
+      if #popped > 0 then
+        local id = popped[1]
+        local blob = redis.call('HGET', P..':e', id)
+        if blob then
+          redis.call('ZADD', P..':ls', now + ttl, id..'|'..key)
+          redis.call('ZADD', P..':lk', now + ttl, key)
+          redis.call('HSET', P..':lo', key, worker)
+          redis.call('HSET', P..':hb', key, 'L')
+          out[#out + 1] = key
+          out[#out + 1] = id
+          out[#out + 1] = blob
+          out[#out + 1] = redis.call('HGET', P..':hs', key) or ''
+          taken = taken + 1
+        else
+          ready(P, key)
+        end
+      end
+    end
+  end
+ end
+end
+return {redis.call('HLEN', P..':e'), expired, lost, out}
