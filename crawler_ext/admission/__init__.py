@@ -1,4 +1,4 @@
-"""URL admission: canonicalisation (``crawler_ext.admission.urls``), the trap filters (``filters``) and
+"""URL admission: canonicalisation (``urls``), the trap filters (``filters``) and
 the rules learned from duplicate content (``learning``)."""
 
 from crawler_ext.admission.filters import (

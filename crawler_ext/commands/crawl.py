@@ -27,7 +27,7 @@ class Command(ScrapyCrawlCommand):
 
             from crawler_ext.seen.adapter import check_dupefilter_class
 
-            from crawler_ext.frontier.scheduler import make_store
+            from crawler_ext.frontier.factory import make_store
 
             try:
                 check_dupefilter_class(load_object(self.settings["DUPEFILTER_CLASS"]))

@@ -10,7 +10,6 @@ waiting for the engine's 5-second heartbeat.
 
 from __future__ import annotations
 
-import importlib.util
 
 import logging
 import sqlite3
@@ -30,10 +29,8 @@ from scrapy.utils.reactor import is_reactor_installed
 
 from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, RuleLearning
-from crawler_ext.distributed.cli import crawl_prefix, redis_from_settings
 from crawler_ext.seen import MAYBE, SeenSet, as_seen_set
 from crawler_ext.hosts.netguard import NetworkGuard, use_bundled_public_suffix_list
-from crawler_ext.distributed.bloom import RedisBloom
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.frontier.codec import (
     CHAIN,
@@ -42,24 +39,20 @@ from crawler_ext.frontier.codec import (
     entry_url,
     is_plain,
 )
-from crawler_ext.frontier.core import DROP, Frontier
+from crawler_ext.frontier.core import DROP
 from crawler_ext.frontier.lag import LagProbe, ServerLatency
 from crawler_ext.frontier.politeness import (
     BACKOFF_STATUSES,
     Outcome,
-    PolitenessPolicy,
     parse_retry_after,
 )
 from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.factory import make_frontier, make_robots
 from crawler_ext.frontier.engine import EngineHandle
 from crawler_ext.frontier.keys import PolitenessKeys, politeness_key
 from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
-from crawler_ext.distributed.frontier import RedisFrontier
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
-from crawler_ext.frontier.disk import DiskStore
-from crawler_ext.frontier.kv import make_engine
-from crawler_ext.frontier.sqlite import SqliteStore
-from crawler_ext.frontier.storage import Entry, FrontierStore, MemoryStore
+from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.robots import RobotsCache
 from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.diskfull import is_disk_full, report_disk_full
@@ -165,25 +158,8 @@ class FrontierScheduler(BaseScheduler):
         use_bundled_public_suffix_list()
         get = lambda name: config.get(s, name)  # noqa: E731
         bands = get("CRAWLER_EXT_FRONTIER_BANDS")
-        weights = get("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
-        policy = PolitenessPolicy(
-            min_delay=get("CRAWLER_EXT_POLITENESS_MIN_DELAY"),
-            max_delay=get("CRAWLER_EXT_POLITENESS_MAX_DELAY"),
-            latency_factor=get("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR"),
-            backoff_factor=get("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR"),
-            backoff_max=get("CRAWLER_EXT_POLITENESS_BACKOFF_MAX"),
-        )
         stats = crawler.stats
-        frontier: FrontierBackend
-        if get("CRAWLER_EXT_FRONTIER_BACKEND") == "redis":
-            frontier = make_redis_frontier(crawler, policy, weights)
-        else:
-            frontier = Frontier(
-                make_store(s, bands), policy, weights,
-                max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
-                max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
-                on_stat=lambda name, value: stats.inc_value(name, value),
-            )
+        frontier = make_frontier(crawler)
         rank_file = get("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE")
         scorer = Scorer(bands, load_host_ranks(rank_file) if rank_file else None)
         dupefilter = build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler)
@@ -197,12 +173,7 @@ class FrontierScheduler(BaseScheduler):
                    snapshot_interval=get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"),
                    rules_path=Path(job_dir(s)) / "learned_rules.json" if job_dir(s) else None,
                    learn_min_evidence=get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"),
-                   robots=RobotsCache(
-                       agent=get("CRAWLER_EXT_ROBOTS_AGENT") or _product_token(s.get("USER_AGENT")),
-                       ttl=get("CRAWLER_EXT_ROBOTS_TTL"),
-                       retry_base=get("CRAWLER_EXT_ROBOTS_RETRY_BASE"),
-                       max_failures=get("CRAWLER_EXT_ROBOTS_MAX_FAILURES"))
-                   if s.getbool("ROBOTSTXT_OBEY") else None,
+                   robots=make_robots(s),
                    blocklist=Blocklist(get("CRAWLER_EXT_BLOCKLIST")),
                    key_by_ip=get("CRAWLER_EXT_POLITENESS_KEY") == "ip",
                    dns_prefetch=get("CRAWLER_EXT_DNS_PREFETCH"))
@@ -756,73 +727,3 @@ def _checks_seen(request: Request) -> bool:
     if not request.dont_filter:
         return True
     return "redirect_urls" in request.meta and not request.meta.get(USER_DONT_FILTER)
-
-
-def _product_token(user_agent: str | None) -> str:
-    """``crawler_ext/0.1 (+https://...)`` -> ``crawler_ext``, the name robots.txt groups use."""
-    return (user_agent or "").split("/")[0].split()[0] if user_agent else "*"
-
-
-def make_store(settings: Any, bands: int) -> FrontierStore:
-    backend = config.get(settings, "CRAWLER_EXT_FRONTIER_BACKEND")
-    jobdir = job_dir(settings)
-    if backend == "memory" and jobdir and \
-            settings.getpriority("CRAWLER_EXT_FRONTIER_BACKEND") is None:
-        # JOBDIR means "resumable" in Scrapy; a memory frontier would forget its queue while
-        # the seen set remembers it, so a resumed crawl would stop at once
-        if (Path(jobdir) / "frontier.sqlite3").exists():  # a crawl begun before the disk store
-            logger.info("Frontier: JOBDIR holds a sqlite frontier; resuming it")
-            backend = "sqlite"
-        else:
-            logger.info("Frontier: JOBDIR is set, so the frontier is kept on disk under it")
-            backend = "disk"
-    if backend == "memory":
-        return MemoryStore(bands)
-    if backend == "disk":
-        path = config.get(settings, "CRAWLER_EXT_FRONTIER_DISK_PATH")
-        if path is None:
-            if not jobdir:
-                raise config.ConfigError(
-                    "CRAWLER_EXT_FRONTIER_BACKEND=disk needs JOBDIR (or "
-                    "CRAWLER_EXT_FRONTIER_DISK_PATH) to know where to keep the frontier")
-            path = str(Path(jobdir) / "frontier")
-        engine = config.get(settings, "CRAWLER_EXT_FRONTIER_DISK_ENGINE")
-        if engine == "rocksdb" and importlib.util.find_spec("rocksdict") is None:
-            raise config.ConfigError(
-                "CRAWLER_EXT_FRONTIER_DISK_ENGINE=rocksdb needs the rocksdict package "
-                "(pip install rocksdict), or use CRAWLER_EXT_FRONTIER_DISK_ENGINE=sqlite")
-        return DiskStore(path, bands, make_engine(engine))
-    if backend == "sqlite":
-        path = config.get(settings, "CRAWLER_EXT_FRONTIER_SQLITE_PATH")
-        if path is None:
-            if not jobdir:
-                raise config.ConfigError(
-                    "CRAWLER_EXT_FRONTIER_BACKEND=sqlite needs JOBDIR (or "
-                    "CRAWLER_EXT_FRONTIER_SQLITE_PATH) to know where to keep the frontier")
-            path = str(Path(jobdir) / "frontier.sqlite3")
-        return SqliteStore(path, bands)
-    raise config.ConfigError(f"CRAWLER_EXT_FRONTIER_BACKEND={backend}: use make_redis_frontier")
-
-
-def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
-                        weights: list[float]) -> RedisFrontier:
-    """The shared frontier: connection from scrapy-redis's settings (REDIS_URL, REDIS_PARAMS),
-    seeds from its start-URLs key, the seen set as a Redis Bloom filter."""
-    from scrapy_redis.defaults import START_URLS_KEY, STATS_KEY
-
-    s = crawler.settings
-    get = lambda name: config.get(s, name)  # noqa: E731
-    name = crawler.spidercls.name
-    redis = redis_from_settings(s)
-    prefix = crawl_prefix(s, name)
-    seeds_key = s.get("REDIS_START_URLS_KEY", START_URLS_KEY) % {"name": name, "spider": name}
-    bloom = RedisBloom(redis, prefix, get("CRAWLER_EXT_BLOOM_CAPACITY"),
-                       get("CRAWLER_EXT_BLOOM_ERROR_RATE"))
-    stats = crawler.stats
-    return RedisFrontier(
-        redis, prefix, policy, weights, bloom,
-        shards=get("CRAWLER_EXT_REDIS_SHARDS"), lease_ttl=get("CRAWLER_EXT_REDIS_LEASE_TTL"),
-        buffer=s.getint("CONCURRENT_REQUESTS"), seeds_key=seeds_key,
-        stats_key=s.get("STATS_KEY", STATS_KEY) % {"spider": name},
-        wait_for_seeds=get("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS"),
-        on_stat=lambda key, value: stats.inc_value(key, value))

@@ -1,0 +1,135 @@
+"""Building the frontier from Scrapy settings: the politeness policy, the backend (memory,
+disk, sqlite or Redis) and the robots.txt cache.  The scheduler's ``from_crawler`` calls these;
+``scrapy crawl`` calls :func:`make_store` first, so a bad combination stops it with one line."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.job import job_dir
+
+from crawler_ext import config
+from crawler_ext.distributed import crawl_prefix, redis_from_settings
+from crawler_ext.distributed.bloom import RedisBloom
+from crawler_ext.distributed.frontier import RedisFrontier
+from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.core import Frontier
+from crawler_ext.frontier.disk import DiskStore
+from crawler_ext.frontier.kv import make_engine
+from crawler_ext.frontier.politeness import PolitenessPolicy
+from crawler_ext.frontier.sqlite import SqliteStore
+from crawler_ext.frontier.storage import FrontierStore, MemoryStore
+from crawler_ext.hosts.robots import RobotsCache
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["make_frontier", "make_redis_frontier", "make_robots", "make_store"]
+
+logger = logging.getLogger("crawler_ext.frontier.scheduler")
+
+
+def make_frontier(crawler: Crawler) -> FrontierBackend:
+    get = lambda name: config.get(crawler.settings, name)  # noqa: E731
+    weights = get("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
+    policy = PolitenessPolicy(
+        min_delay=get("CRAWLER_EXT_POLITENESS_MIN_DELAY"),
+        max_delay=get("CRAWLER_EXT_POLITENESS_MAX_DELAY"),
+        latency_factor=get("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR"),
+        backoff_factor=get("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR"),
+        backoff_max=get("CRAWLER_EXT_POLITENESS_BACKOFF_MAX"),
+    )
+    if get("CRAWLER_EXT_FRONTIER_BACKEND") == "redis":
+        return make_redis_frontier(crawler, policy, weights)
+    stats = crawler.stats
+    return Frontier(
+        make_store(crawler.settings, get("CRAWLER_EXT_FRONTIER_BANDS")), policy, weights,
+        max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
+        max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
+        on_stat=lambda name, value: stats.inc_value(name, value),
+    )
+
+
+def make_robots(settings: Any) -> RobotsCache | None:
+    """The robots.txt cache, or None when robots.txt is not obeyed."""
+    if not settings.getbool("ROBOTSTXT_OBEY"):
+        return None
+    get = lambda name: config.get(settings, name)  # noqa: E731
+    return RobotsCache(agent=get("CRAWLER_EXT_ROBOTS_AGENT")
+                       or _product_token(settings.get("USER_AGENT")),
+                       ttl=get("CRAWLER_EXT_ROBOTS_TTL"),
+                       retry_base=get("CRAWLER_EXT_ROBOTS_RETRY_BASE"),
+                       max_failures=get("CRAWLER_EXT_ROBOTS_MAX_FAILURES"))
+
+
+def _product_token(user_agent: str | None) -> str:
+    """``crawler_ext/0.1 (+https://...)`` -> ``crawler_ext``, the name robots.txt groups use."""
+    return (user_agent or "").split("/")[0].split()[0] if user_agent else "*"
+
+
+def make_store(settings: Any, bands: int) -> FrontierStore:
+    backend = config.get(settings, "CRAWLER_EXT_FRONTIER_BACKEND")
+    jobdir = job_dir(settings)
+    if backend == "memory" and jobdir and \
+            settings.getpriority("CRAWLER_EXT_FRONTIER_BACKEND") is None:
+        # JOBDIR means "resumable" in Scrapy; a memory frontier would forget its queue while
+        # the seen set remembers it, so a resumed crawl would stop at once
+        if (Path(jobdir) / "frontier.sqlite3").exists():  # a crawl begun before the disk store
+            logger.info("Frontier: JOBDIR holds a sqlite frontier; resuming it")
+            backend = "sqlite"
+        else:
+            logger.info("Frontier: JOBDIR is set, so the frontier is kept on disk under it")
+            backend = "disk"
+    if backend == "memory":
+        return MemoryStore(bands)
+    if backend == "disk":
+        path = config.get(settings, "CRAWLER_EXT_FRONTIER_DISK_PATH")
+        if path is None:
+            if not jobdir:
+                raise config.ConfigError(
+                    "CRAWLER_EXT_FRONTIER_BACKEND=disk needs JOBDIR (or "
+                    "CRAWLER_EXT_FRONTIER_DISK_PATH) to know where to keep the frontier")
+            path = str(Path(jobdir) / "frontier")
+        engine = config.get(settings, "CRAWLER_EXT_FRONTIER_DISK_ENGINE")
+        if engine == "rocksdb" and importlib.util.find_spec("rocksdict") is None:
+            raise config.ConfigError(
+                "CRAWLER_EXT_FRONTIER_DISK_ENGINE=rocksdb needs the rocksdict package "
+                "(pip install rocksdict), or use CRAWLER_EXT_FRONTIER_DISK_ENGINE=sqlite")
+        return DiskStore(path, bands, make_engine(engine))
+    if backend == "sqlite":
+        path = config.get(settings, "CRAWLER_EXT_FRONTIER_SQLITE_PATH")
+        if path is None:
+            if not jobdir:
+                raise config.ConfigError(
+                    "CRAWLER_EXT_FRONTIER_BACKEND=sqlite needs JOBDIR (or "
+                    "CRAWLER_EXT_FRONTIER_SQLITE_PATH) to know where to keep the frontier")
+            path = str(Path(jobdir) / "frontier.sqlite3")
+        return SqliteStore(path, bands)
+    raise config.ConfigError(f"CRAWLER_EXT_FRONTIER_BACKEND={backend}: use make_redis_frontier")
+
+
+def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
+                        weights: list[float]) -> RedisFrontier:
+    """The shared frontier: connection from scrapy-redis's settings (REDIS_URL, REDIS_PARAMS),
+    seeds from its start-URLs key, the seen set as a Redis Bloom filter."""
+    from scrapy_redis.defaults import START_URLS_KEY, STATS_KEY
+
+    s = crawler.settings
+    get = lambda name: config.get(s, name)  # noqa: E731
+    name = crawler.spidercls.name
+    redis = redis_from_settings(s)
+    prefix = crawl_prefix(s, name)
+    seeds_key = s.get("REDIS_START_URLS_KEY", START_URLS_KEY) % {"name": name, "spider": name}
+    bloom = RedisBloom(redis, prefix, get("CRAWLER_EXT_BLOOM_CAPACITY"),
+                       get("CRAWLER_EXT_BLOOM_ERROR_RATE"))
+    stats = crawler.stats
+    return RedisFrontier(
+        redis, prefix, policy, weights, bloom,
+        shards=get("CRAWLER_EXT_REDIS_SHARDS"), lease_ttl=get("CRAWLER_EXT_REDIS_LEASE_TTL"),
+        buffer=s.getint("CONCURRENT_REQUESTS"), seeds_key=seeds_key,
+        stats_key=s.get("STATS_KEY", STATS_KEY) % {"spider": name},
+        wait_for_seeds=get("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS"),
+        on_stat=lambda key, value: stats.inc_value(key, value))
