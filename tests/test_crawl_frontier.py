@@ -80,11 +80,13 @@ def durable_crawl(web, tmp_path: Path, backend: str = "disk", **extra
     return settings, cmd
 
 
-@pytest.mark.parametrize("backend", ["disk", "sqlite"])
+@pytest.mark.parametrize("backend", ["disk", "sqlite", "sqlite, resumed by default"])
 def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path, backend: str) -> None:
+    """... with the disk frontier, the sqlite one, and a JOBDIR begun with the sqlite frontier
+    resumed without naming a backend (it stays sqlite: the migration path of older crawls)."""
     web = testweb_factory(hosts=20, pages=10, hazards=False)
     warcs = tmp_path / "warcs"
-    settings, cmd = durable_crawl(web, tmp_path, backend)
+    settings, cmd = durable_crawl(web, tmp_path, backend.split(",")[0])
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     deadline = time.time() + 60
@@ -95,9 +97,14 @@ def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path, backend
     before = web.log()
     assert 60 <= len(before) < 200, "the kill must land mid-crawl"
 
+    if "default" in backend:
+        del settings["CRAWLER_EXT_FRONTIER_BACKEND"]
     result = run_crawl("-a", f"seeds={web.url(0)}", items_path=tmp_path / "items.jsonl",
                        settings=settings)
     assert result.returncode == 0, result.output[-3000:]
+    if "default" in backend:
+        assert "JOBDIR holds a sqlite frontier; resuming it" in result.output
+        assert not (tmp_path / "job" / "frontier").exists()
     assert result.stat("frontier/recovered") > 0
     log = web.log()
     fetched = Counter((e.host, e.path) for e in log)
