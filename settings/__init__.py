@@ -11,10 +11,6 @@ COMMANDS_MODULE = "crawler_ext.commands"
 USER_AGENT = "crawler_ext/0.1 (+https://github.com/crawler-ext/crawler_ext)"
 ROBOTSTXT_OBEY = True
 
-# Asynchronous caching DNS (twisted.names): TTLs with a floor, negative caching, prefetch;
-# CRAWLER_EXT_HOSTS pins names to addresses, the SSRF guard checks every answer.
-TWISTED_DNS_RESOLVER = "crawler_ext.dns.CachingResolver"
-
 # Fetch limits for the open web.
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
@@ -23,33 +19,17 @@ REDIRECT_MAX_TIMES = 5
 
 CONCURRENT_REQUESTS = 64
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
-DOWNLOAD_DELAY = 0
 TELNETCONSOLE_ENABLED = False
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
 
-# The frontier: Mercator scheduler with per-host politeness.  It hands a host's next request
-# out only when the host may be contacted, so Scrapy's own delay stays off.
-SCHEDULER = "crawler_ext.frontier.FrontierScheduler"
-AUTOTHROTTLE_ENABLED = False
+# The whole pack through its Scrapy add-on: the frontier scheduler (per-host politeness,
+# robots.txt per RFC 9309), the Bloom seen set, the caching DNS resolver (TTL floor, negative
+# caching, prefetch, CRAWLER_EXT_HOSTS), the SSRF guard, content dedup, the WARC pipeline
+# (CRAWLER_EXT_WARC_DIR, default ./warcs) and the stats file; Scrapy's RobotsTxtMiddleware,
+# DOWNLOAD_DELAY and AutoThrottle off.  ROBOTSTXT_OBEY still says whether robots.txt is obeyed.
+ADDONS = {"crawler_ext.Addon": 100}
+
 RETRY_ENABLED = True
 RETRY_TIMES = 3
 RETRY_HTTP_CODES = [429, 500, 502, 503, 504, 522, 524, 408]
-
-EXTENSIONS = {"crawler_ext.statsfile.StatsFile": 0}
-
-# The seen set: a Bloom filter over 64-bit fingerprints of canonical URLs.
-DUPEFILTER_CLASS = "crawler_ext.dupefilter.BloomDupeFilter"
-
-# Content dedup: exact hash + SimHash after download (below HttpCompression, 590).  The
-# frontier fetches robots.txt itself (RFC 9309, paced like any fetch), so Scrapy's robots
-# middleware is off; ROBOTSTXT_OBEY still says whether robots.txt is obeyed.
-DOWNLOADER_MIDDLEWARES = {
-    # the SSRF guard first: every request the downloader sends passes it (redirects included)
-    "crawler_ext.netguard.NetworkGuardMiddleware": 10,
-    "crawler_ext.middlewares.ContentDedupMiddleware": 450,
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-}
-
-# WARC archive of every fetch (CRAWLER_EXT_WARC_DIR, default ./warcs).
-ITEM_PIPELINES = {"crawler_ext.pipelines.WarcPipeline": 800}

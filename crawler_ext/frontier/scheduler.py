@@ -30,6 +30,7 @@ from scrapy.utils.reactor import is_reactor_installed
 from crawler_ext import config
 from crawler_ext.admission import Admission, AdmissionRules, RuleLearning
 from crawler_ext.seen import MAYBE, SeenSet, as_seen_set
+from crawler_ext.hosts.dns import install_resolver
 from crawler_ext.hosts.netguard import NetworkGuard, use_bundled_public_suffix_list
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.frontier.codec import (
@@ -197,6 +198,9 @@ class FrontierScheduler(BaseScheduler):
         if is_reactor_installed():  # (not in Scrapy's reactorless mode)
             from twisted.internet import reactor
 
+            if self.crawler is not None:
+                install_resolver(self.crawler)  # the add-on's resolver, if it set one
+
             resolver = getattr(reactor, "resolver", None)
             if hasattr(resolver, "attach_stats"):  # the caching DNS resolver counts dns/...
                 resolver.attach_stats(self.stats)
@@ -265,13 +269,19 @@ class FrontierScheduler(BaseScheduler):
             logger.warning("Frontier: DOWNLOAD_DELAY/AUTOTHROTTLE add a second delay on top of "
                            "the frontier's politeness; set DOWNLOAD_DELAY=0 and disable "
                            "AutoThrottle to let CRAWLER_EXT_POLITENESS_* govern alone")
-        mws = {**s.getdict("DOWNLOADER_MIDDLEWARES_BASE"), **s.getdict("DOWNLOADER_MIDDLEWARES")}
-        if self.robots is not None and mws.get(
-                "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware") is not None:
+        from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+        from scrapy.utils.conf import build_component_list
+
+        from crawler_ext.hosts.netguard import NetworkGuardMiddleware
+
+        # enabled middlewares, as classes (a project or the add-on may list paths or classes)
+        mws = {load_object(m) for m in
+               build_component_list(s.getwithbase("DOWNLOADER_MIDDLEWARES"))}
+        if self.robots is not None and RobotsTxtMiddleware in mws:
             logger.warning("Frontier: the frontier fetches robots.txt itself (RFC 9309); disable "
                            "Scrapy's RobotsTxtMiddleware in DOWNLOADER_MIDDLEWARES to avoid a "
                            "second, unpaced robots.txt fetch")
-        if mws.get("crawler_ext.netguard.NetworkGuardMiddleware") is None:
+        if NetworkGuardMiddleware not in mws:
             logger.warning("Frontier: crawler_ext.netguard.NetworkGuardMiddleware is not in "
                            "DOWNLOADER_MIDDLEWARES: redirects to IP literals are not checked "
                            "by the SSRF guard")

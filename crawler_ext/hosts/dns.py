@@ -263,3 +263,23 @@ def _address(record: dns.RRHeader) -> str:
     if record.type == dns.A:
         return payload.dottedQuad()
     return ipaddress.IPv6Address(payload.address).compressed
+
+
+def install_resolver(crawler: Any) -> bool:
+    """Install the crawler's ``TWISTED_DNS_RESOLVER`` when an add-on set it: Scrapy installs
+    the resolver of the *process* settings before add-ons run, so the add-on's choice would
+    otherwise be ignored (and with it the SSRF checks of DNS answers and CRAWLER_EXT_HOSTS).
+    Whether it installed one."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+    from scrapy.utils.misc import build_from_crawler, load_object
+    from twisted.internet import reactor
+
+    settings = crawler.settings
+    if settings.getpriority("TWISTED_DNS_RESOLVER") != SETTINGS_PRIORITIES["addon"]:
+        return False
+    wanted = load_object(settings["TWISTED_DNS_RESOLVER"])
+    if isinstance(getattr(reactor, "resolver", None), wanted):
+        return False
+    build_from_crawler(wanted, crawler, reactor=reactor).install_on_reactor()
+    logger.info("DNS: %s installed (set by an add-on)", settings["TWISTED_DNS_RESOLVER"])
+    return True

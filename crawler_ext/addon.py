@@ -1,0 +1,115 @@
+"""The Scrapy add-on: ``ADDONS = {"crawler_ext.Addon": 100}`` switches the whole pack on.
+
+It sets, at the add-on priority (so a project's own settings still win): the frontier
+scheduler, the Bloom seen set, the caching DNS resolver, the SSRF guard (first downloader
+middleware), content dedup, the WARC pipeline and the stats-file extension; and it turns off
+what would fight the frontier: Scrapy's ``RobotsTxtMiddleware`` (the frontier fetches
+robots.txt itself, paced, and ``ROBOTSTXT_OBEY`` still decides), ``DOWNLOAD_DELAY`` and
+AutoThrottle (the frontier's per-host politeness governs).  A project's own ``DOWNLOAD_DELAY``
+(Scrapy's project template sets 1 s) becomes the frontier's per-host floor,
+``CRAWLER_EXT_POLITENESS_MIN_DELAY``, unless that is set; a project that forces AutoThrottle on
+keeps it, and the scheduler warns once at start.  A project that sets another ``SCHEDULER`` contradicts the
+add-on: the crawl stops with one line.  ``CRAWLER_EXT_*`` settings tune it as usual.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from scrapy.settings import SETTINGS_PRIORITIES
+
+__all__ = ["Addon"]
+
+logger = logging.getLogger(__name__)
+
+SCHEDULER = "crawler_ext.frontier.FrontierScheduler"
+
+#: setting -> value, set at the add-on priority
+_SETTINGS = {
+    "SCHEDULER": SCHEDULER,
+    "DUPEFILTER_CLASS": "crawler_ext.dupefilter.BloomDupeFilter",
+    "TWISTED_DNS_RESOLVER": "crawler_ext.dns.CachingResolver",
+    "DOWNLOAD_DELAY": 0,
+    "AUTOTHROTTLE_ENABLED": False,
+}
+#: component dictionaries: (setting, component, order); order None switches a component off
+_COMPONENTS = [
+    ("DOWNLOADER_MIDDLEWARES", "crawler_ext.hosts.netguard.NetworkGuardMiddleware", 10),
+    ("DOWNLOADER_MIDDLEWARES", "crawler_ext.dedup.middleware.ContentDedupMiddleware", 450),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
+     None),
+    ("ITEM_PIPELINES", "crawler_ext.warc.pipeline.WarcPipeline", 800),
+    ("EXTENSIONS", "crawler_ext.statsfile.StatsFile", 0),
+]
+
+
+class AddonConflict(ValueError):
+    """A project setting contradicts the add-on."""
+
+
+class Addon:
+    """``ADDONS = {"crawler_ext.Addon": 100}``."""
+
+    def update_settings(self, settings: Any) -> None:
+        from scrapy.utils.misc import load_object
+
+        addon = SETTINGS_PRIORITIES["addon"]
+        scheduler = settings.get("SCHEDULER")
+        if settings.getpriority("SCHEDULER") > addon and \
+                _path(scheduler) not in (SCHEDULER, "crawler_ext.frontier.scheduler."
+                                         "FrontierScheduler"):
+            raise AddonConflict(
+                f"crawler_ext.Addon needs SCHEDULER = {SCHEDULER!r}, but the project sets "
+                f"{_path(scheduler)!r}: remove that setting or the add-on")
+        notes = []
+        delay_priority = settings.getpriority("DOWNLOAD_DELAY") or 0
+        delay = settings.getfloat("DOWNLOAD_DELAY")
+        if delay_priority > addon and delay > 0:
+            # the project's delay (Scrapy's project template sets 1 s) is honoured per host by
+            # the frontier instead of being added on top of it
+            if settings.getpriority("CRAWLER_EXT_POLITENESS_MIN_DELAY") is None:
+                settings.set("CRAWLER_EXT_POLITENESS_MIN_DELAY", delay, priority=delay_priority)
+                if settings.getpriority("CRAWLER_EXT_POLITENESS_MAX_DELAY") is None and \
+                        delay > _default_max_delay():
+                    settings.set("CRAWLER_EXT_POLITENESS_MAX_DELAY", delay,
+                                 priority=delay_priority)
+            settings.set("DOWNLOAD_DELAY", 0, priority=delay_priority)
+            notes.append(f"the project's DOWNLOAD_DELAY={delay:g} is applied per host by the "
+                         f"frontier (CRAWLER_EXT_POLITENESS_MIN_DELAY="
+                         f"{settings['CRAWLER_EXT_POLITENESS_MIN_DELAY']})")
+        for name, value in _SETTINGS.items():
+            settings.set(name, value, priority="addon")
+        kept = []
+        for name, path, order in _COMPONENTS:
+            if order is None:
+                # switched off under the import path Scrapy's *_BASE dict enables it by (a
+                # class key would not match it); a project that lists it keeps its choice
+                settings[name].set(path, None, priority="addon")
+            elif _overridden(settings, name, path):
+                kept.append(path)  # the project set its own order (or None): it wins
+            else:
+                settings.set_in_component_priority_dict(name, load_object(path), order)
+        logger.info(
+            "crawler_ext add-on: frontier scheduler, Bloom seen set, caching DNS resolver, SSRF "
+            "guard, content dedup, WARC pipeline and stats file on; Scrapy's RobotsTxtMiddleware,"
+            " DOWNLOAD_DELAY and AutoThrottle off (the frontier fetches robots.txt and paces each "
+            "host)%s", "".join(f"; {note}" for note in notes + (
+                [f"the project's own order kept for {', '.join(kept)}"] if kept else [])))
+
+
+def _default_max_delay() -> float:
+    from crawler_ext import config
+
+    return float(config.SETTINGS["CRAWLER_EXT_POLITENESS_MAX_DELAY"].default)
+
+
+def _path(value: Any) -> str:
+    return value if isinstance(value, str) else f"{value.__module__}.{value.__qualname__}"
+
+
+def _overridden(settings: Any, name: str, path: str) -> bool:
+    """Whether the project lists the component itself (by any of its public paths)."""
+    short = path.rsplit(".", 1)[1]
+    return any(_path(key).rsplit(".", 1)[1] == short and _path(key).startswith("crawler_ext.")
+               for key in settings.getdict(name))
