@@ -8,8 +8,8 @@ robots.txt itself, paced, and ``ROBOTSTXT_OBEY`` still decides), ``DOWNLOAD_DELA
 AutoThrottle (the frontier's per-host politeness governs).  A project's own ``DOWNLOAD_DELAY``
 (Scrapy's project template sets 1 s) becomes the frontier's per-host floor,
 ``CRAWLER_EXT_POLITENESS_MIN_DELAY``, unless that is set; a project that forces AutoThrottle on
-keeps it, and the scheduler warns once at start.  A project that sets another ``SCHEDULER`` contradicts the
-add-on: the crawl stops with one line.  ``CRAWLER_EXT_*`` settings tune it as usual.
+keeps it, and the scheduler warns once at start.  A project that sets another ``SCHEDULER``
+contradicts the add-on: the crawl stops with one line.  ``CRAWLER_EXT_*`` settings tune it as usual.
 """
 
 from __future__ import annotations
