@@ -247,12 +247,12 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -
         sched.enqueue_request(Request(f"http://h{host}.example.com/section/{i // hosts}/"
                                       f"page-{i}.html"))
         if store is not None and i % 10_000 == 9_999:
-            store.flush()  # what the scheduler's flush loop does every 0.2 s
+            sched._flush()  # what the scheduler's flush loop does every 0.2 s
         if i % 2_000_000 == 1_999_999:
             print(f"  [{kind}] {i + 1:,} queued in {time.perf_counter() - t0:.0f} s, "
                   f"RSS +{(_rss() - rss0) / (i + 1):.0f} B/URL", file=sys.stderr, flush=True)
     if store is not None:
-        store.flush()
+        sched._flush()
     t1 = time.perf_counter()
     gc.collect()
     rss = _rss() - rss0
@@ -265,13 +265,18 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -
         if left is not None:
             left(request)  # the download returns at once: the host is free again
         if store is not None and got % 10_000 == 0:
-            store.flush()
+            sched._flush()  # completes what was processed (reap), commits, flushes the seen set
+    if store is not None:
+        sched._flush()
     t3 = time.perf_counter()
+    gc.collect()
+    rss_after = _rss() - rss0
     import shutil
 
     shutil.rmtree(tmp, ignore_errors=True)
     return {"kind": kind, "n": n, "rss": rss / n, "disk": disk / n, "enqueue": n / (t1 - t0),
-            "dispatch": got / (t3 - t2) if got else 0.0, "dispatched": got}
+            "dispatch": got / (t3 - t2) if got else 0.0, "dispatched": got,
+            "rss_after_dispatch": rss_after / n}
 
 
 def bench_scale(quick: bool) -> None:

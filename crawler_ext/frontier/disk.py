@@ -4,7 +4,8 @@
 Every queue -- a front queue per band, a back queue per politeness key, the delayed entries --
 is a sorted key range of an ordered key-value engine (:mod:`crawler_ext.frontier.kv`):
 
-* ``F band id``                      front queue of a band, FIFO
+* ``F band position id``             front queue of a band, FIFO (position: the id, or a
+                                     later number once the entry was promoted)
 * ``B key NUL -priority band id``    back queue of a politeness key: priority, band, arrival
 * ``T due id``                       delayed entries, by due time
 * ``H key``                          host state, and how many back-queue records the key has
@@ -67,8 +68,11 @@ def _back_key(e: Entry) -> bytes:
             + bytes((e.band,)) + _U64.pack(e.id))
 
 
-def _front_key(band: int, entry_id: int) -> bytes:
-    return b"F" + bytes((band,)) + _U64.pack(entry_id)
+def _front_key(band: int, entry_id: int, position: int | None = None) -> bytes:
+    """A front record: its band, its place in the band's FIFO (the entry's id, or a later
+    number once promoted), and the entry's id."""
+    return b"F" + bytes((band,)) + _U64.pack(entry_id if position is None else position) + \
+        _U64.pack(entry_id)
 
 
 class _Queue:
@@ -114,6 +118,7 @@ class DiskStore:
         self._back: dict[str, _Queue] = {}
         self._delayed = _Queue(b"T", b"U")
         self._taken: dict[int, bytes] = {}  # handed out, not completed: id -> record key
+        self._promoted: dict[int, int] = {}  # promoted entries still in front: id -> position
         self._taken_by_key: dict[str, int] = {}
         self._hosts: dict[str, HostState] = {}
         self._changed_hosts: set[str] = set()
@@ -258,6 +263,8 @@ class DiskStore:
         if item is None:
             return None
         self._delete(item[0])
+        if self._promoted:
+            self._promoted.pop(item[1].id, None)
         return item[1]
 
     def front_sizes(self) -> list[int]:
@@ -265,7 +272,7 @@ class DiskStore:
 
     def front_promote(self, entry: Entry, band: int) -> None:
         old = self._front[entry.band]
-        disk_key = _front_key(entry.band, entry.id)
+        disk_key = _front_key(entry.band, entry.id, self._promoted.get(entry.id))
         self._delete(disk_key)
         for i, (k, _) in enumerate(old.head):
             if k == disk_key:
@@ -273,9 +280,11 @@ class DiskStore:
                 break
         old.count -= 1
         entry.band = band
-        entry.id = 0  # a new id: it joins the end of its new band (as in the memory store)
-        self._assign_id(entry)
-        disk_key = _front_key(band, entry.id)
+        # it joins the end of its new band (as in the memory store), keeping its id: within
+        # its key's back queue it still ranks by arrival
+        position = self._promoted[entry.id] = self._next_id
+        self._next_id += 1
+        disk_key = _front_key(band, entry.id, position)
         self._put(disk_key, _value(entry))
         self._front[band].add(disk_key, entry, self.front_room)
 
