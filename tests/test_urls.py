@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint, url_fingerprint
 
@@ -92,3 +94,23 @@ def test_fingerprints_of_many_hosts_home_pages_are_distinct() -> None:
     # 20-bit host hashes of 5,000 hosts collide; the low bits must still tell them apart
     fps = {fingerprint(f"http://h{i:04d}.web.test:8080/") for i in range(5000)}
     assert len(fps) == 5000
+
+
+_hosts = st.sampled_from(["Example.COM", "a.b.example.org", "127.0.0.1", "[::1]",
+                          "xn--bcher-kva.de", "bücher.de", "user:pw@host.test", "h.test:8080",
+                          "H.Test:80"])
+_paths = st.text(alphabet="abc/._-%?=&#;é", max_size=20)
+
+
+@given(scheme=st.sampled_from(["http", "https"]), host=_hosts, path=_paths)
+def test_the_fast_politeness_key_of_a_canonical_url_is_the_parsed_one(
+        scheme: str, host: str, path: str) -> None:
+    """The scheduler keys admitted links by ``canonical_key`` (no second parse): it must agree
+    with ``politeness_key`` on every canonical URL."""
+    from crawler_ext.frontier.keys import canonical_key, politeness_key
+
+    try:
+        canonical = canonicalize(f"{scheme}://{host}/{path}")
+    except InvalidURL:
+        return
+    assert canonical_key(canonical) == politeness_key(canonical)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-__all__ = ["CHAIN", "encode_request", "decode_request", "entry_url", "is_plain"]
+__all__ = ["CHAIN", "encode_plain", "encode_request", "decode_request", "entry_url", "is_plain"]
 
 #: meta key of a URL's pattern-chain length (admission), kept with it in the frontier so that
 #: the worker that fetches it -- after a restart, or another worker -- continues the chain
@@ -57,13 +57,19 @@ def is_plain(request: Request, spider: Any) -> bool:
     return set(_stored_meta(request)) <= {"depth", CHAIN}
 
 
+def encode_plain(request: Request) -> bytes:
+    """The compact form of a request :func:`is_plain` said yes to."""
+    meta = request.meta
+    depth = int(meta.get("depth", 0))
+    chain = int(meta.get(CHAIN, 0))
+    head = b"%d.%d" % (depth, chain) if chain else b"%d" % depth
+    referer = request.headers.get(b"Referer") or b""
+    return b"U%s\x00%s\x00%s" % (head, referer, request.url.encode("utf-8"))
+
+
 def encode_request(request: Request, spider: Any) -> bytes:
     if is_plain(request, spider):
-        depth = int(request.meta.get("depth", 0))
-        chain = int(request.meta.get(CHAIN, 0))
-        head = b"%d.%d" % (depth, chain) if chain else b"%d" % depth
-        referer = request.headers.get(b"Referer") or b""
-        return b"U%s\x00%s\x00%s" % (head, referer, request.url.encode("utf-8"))
+        return encode_plain(request)
     data = request.to_dict(spider=spider)
     data["meta"] = _stored_meta(request)
     return b"D" + pickle.dumps(data, protocol=4)

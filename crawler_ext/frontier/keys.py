@@ -14,7 +14,18 @@ from urllib.parse import urlsplit
 
 from scrapy.utils.reactor import is_reactor_installed
 
-__all__ = ["PolitenessKeys", "politeness_key"]
+from crawler_ext.admission.urls import host_of
+
+__all__ = ["PolitenessKeys", "canonical_key", "politeness_key"]
+
+
+def canonical_key(canonical_url: str) -> str:
+    """:func:`politeness_key` of a canonical URL (admission's output), without parsing it
+    again: its host, less the port (the hot path: every admitted link)."""
+    netloc = host_of(canonical_url)
+    if "@" in netloc or "[" in netloc or not netloc.isascii():
+        return politeness_key(canonical_url)
+    return netloc.partition(":")[0].lower()
 
 
 def politeness_key(url: str) -> str:

@@ -36,6 +36,7 @@ from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.frontier.codec import (
     CHAIN,
     decode_request,
+    encode_plain,
     encode_request,
     entry_url,
     is_plain,
@@ -50,7 +51,7 @@ from crawler_ext.frontier.politeness import (
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.factory import make_frontier, make_robots
 from crawler_ext.frontier.engine import EngineHandle
-from crawler_ext.frontier.keys import PolitenessKeys, politeness_key
+from crawler_ext.frontier.keys import PolitenessKeys, canonical_key, politeness_key
 from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.storage import Entry
@@ -413,7 +414,7 @@ class FrontierScheduler(BaseScheduler):
         meta); in a durable one its pickle, or the object if it cannot be pickled (logged
         once, counted in scheduler/unserializable as Scrapy does: lost if the process dies)."""
         if is_plain(request, self.spider):
-            return encode_request(request, self.spider)
+            return encode_plain(request)
         if self.frontier.durable:
             try:
                 return encode_request(request, self.spider)
@@ -450,7 +451,7 @@ class FrontierScheduler(BaseScheduler):
             self._known.popitem(last=False)
 
     def _admit(self, request: Request, canonical: str, fp: int, referer: str | None) -> None:
-        host = politeness_key(canonical)
+        host = canonical_key(canonical)
         key = self.keys.key(host, (request, canonical, fp, referer))
         if key is None:  # keyed by address: admitted when the host's address is known
             return
