@@ -227,3 +227,16 @@ def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
     back = decode_request(blob, spider)
     assert (back.method, back.body, back.callback, back.meta["k"], back.priority) == (
         "POST", b"x=1", spider.other, [1], 3)
+
+
+def test_a_dispatch_before_the_hosts_next_allowed_time_is_counted() -> None:
+    """With two in flight allowed a key stays in the ready heap while a request is out; its
+    response then moves the next allowed time: the next request, alone in flight, would go
+    out too early.  The frontier counts it (frontier/politeness_violations) for monitors."""
+    seen: Counter = Counter()
+    f = make(max_in_flight=2, on_stat=lambda name, value: seen.update({name: value}))
+    f.add([entry("a", n=0), entry("a", n=1)])
+    first = f.next(0.0)
+    f.done(first, Outcome(200, 0.0), 0.0)  # next allowed: 1.0 (min delay)
+    assert f.next(0.5) is not None
+    assert seen["frontier/politeness_violations"] == 1

@@ -218,6 +218,9 @@ class Frontier:
                 self.store.back_push(entry)
                 entry = verdict  # type: ignore[assignment]
             state = self.store.host(key)
+            if state.in_flight == 0 and now < state.next_allowed - 1e-3:
+                # cannot happen by construction; counted so that a monitor would see it
+                self._stat("frontier/politeness_violations", 1)
             state.in_flight += 1
             if entry.id:
                 self.store.lease(entry)
