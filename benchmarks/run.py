@@ -1,7 +1,7 @@
 """Benchmarks: crawler_ext against stock Scrapy and scrapy-redis on the same crawls, in one run.
 
     python benchmarks/run.py [politeness] [priority] [scale] [seen] [dedup] [warc] [distributed]
-                             [realsites] [hostile]
+                             [realsites] [hostile] [engines] [scale50]
                              [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
