@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
 from crawler_ext import config
+from crawler_ext.addon import SCHEDULER, Addon
 
 
 class Command(ScrapyCrawlCommand):
@@ -22,7 +24,7 @@ class Command(ScrapyCrawlCommand):
             config.validate_all(self.settings)
         except config.ConfigError as exc:
             raise UsageError(str(exc), print_help=False) from None
-        if self.settings.get("SCHEDULER") == "crawler_ext.frontier.FrontierScheduler":
+        if _uses_frontier(self.settings):
             from scrapy.utils.misc import load_object
 
             from crawler_ext.seen.adapter import check_dupefilter_class
@@ -67,3 +69,13 @@ def _check_redis(settings: object) -> None:
         where = settings.get("REDIS_URL") or "REDIS_HOST/REDIS_PORT"  # type: ignore[attr-defined]
         raise UsageError(f"CRAWLER_EXT_FRONTIER_BACKEND=redis: Redis at {where} does not "
                          f"answer ({exc})", print_help=False) from None
+
+
+def _uses_frontier(settings: Any) -> bool:
+    """Whether the crawl runs the pack's scheduler: set directly, or by the add-on (which
+    applies it only when the crawler is built, after this command's checks)."""
+    if settings.get("SCHEDULER") in (SCHEDULER, "crawler_ext.frontier.scheduler.FrontierScheduler"):
+        return True
+    addons = settings.getdict("ADDONS")
+    return any(key in ("crawler_ext.Addon", "crawler_ext.addon.Addon") or key is Addon
+               for key, order in addons.items() if order is not None)
