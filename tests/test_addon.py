@@ -58,12 +58,11 @@ class FollowSpider(scrapy.Spider):
 DELAY = 0.3
 
 
-@pytest.fixture
-def project(tmp_path: Path, testweb_factory):
-    web = testweb_factory(hosts=4, pages=8, hazards=False)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    subprocess.run([sys.executable, "-m", "scrapy", "startproject", "userproj"], cwd=tmp_path,
-                   check=True, capture_output=True, env=env)
+def user_project(python: str, tmp_path: Path, web, env: dict) -> Path:
+    """``scrapy startproject userproj`` with the spiders above and the add-on line (plus what
+    the test web needs: its host names, loopback allowed)."""
+    subprocess.run([python, "-m", "scrapy", "startproject", "userproj"], cwd=tmp_path,
+                   check=True, capture_output=True, env=env, timeout=120)
     root = tmp_path / "userproj"
     (root / "userproj" / "spiders" / "mine.py").write_text(
         SPIDERS.replace("{url}", web.url(0)))
@@ -76,7 +75,14 @@ CRAWLER_EXT_POLITENESS_MIN_DELAY = {DELAY}
 CRAWLER_EXT_WARC_DIR = {str(tmp_path / "warcs")!r}
 CRAWLER_EXT_ROBOTS_RETRY_BASE = 0.5
 ''')
-    return web, root, env
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path, testweb_factory):
+    web = testweb_factory(hosts=4, pages=8, hazards=False)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return web, user_project(sys.executable, tmp_path, web, env), env
 
 
 def scrapy(root: Path, env: dict, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from test_addon import DELAY, SPIDERS
+from test_addon import DELAY, user_project
 
 from testweb import politeness_violations
 
@@ -52,19 +52,7 @@ def test_the_installed_wheel_runs_a_users_addon_crawl(built: Path, tmp_path: Pat
                              capture_output=True, text=True, timeout=900, env=env)
     assert install.returncode == 0, install.stderr[-3000:]
     web = testweb_factory(hosts=3, pages=6, hazards=False)
-    subprocess.run([python, "-m", "scrapy", "startproject", "userproj"], cwd=tmp_path,
-                   check=True, capture_output=True, env=env, timeout=120)
-    project = tmp_path / "userproj"
-    (project / "userproj" / "spiders" / "mine.py").write_text(
-        SPIDERS.replace("{url}", web.url(0)))
-    with open(project / "userproj" / "settings.py", "a") as fh:
-        fh.write(f'''
-ADDONS = {{"crawler_ext.Addon": 100}}
-CRAWLER_EXT_HOSTS = {web.hosts_setting!r}
-CRAWLER_EXT_ALLOWED_NETWORKS = "127.0.0.0/8"
-CRAWLER_EXT_POLITENESS_MIN_DELAY = {DELAY}
-CRAWLER_EXT_WARC_DIR = {str(tmp_path / "warcs")!r}
-''')
+    project = user_project(python, tmp_path, web, env)
     where = subprocess.run([python, "-c", "import crawler_ext; print(crawler_ext.__file__)"],
                            cwd=project, capture_output=True, text=True, env=env, timeout=60)
     assert where.stdout.startswith(str(venv)), where.stdout  # the wheel, not the checkout

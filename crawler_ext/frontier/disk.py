@@ -24,7 +24,6 @@ commits first, so that a scan sees every write before it.
 
 from __future__ import annotations
 
-import heapq
 import math
 import struct
 import sys
@@ -33,7 +32,7 @@ from bisect import insort
 from pathlib import Path
 
 from crawler_ext.frontier.kv import KVEngine
-from crawler_ext.frontier.storage import Entry, HostState
+from crawler_ext.frontier.storage import Entry, HostState, ReadyHeap
 
 __all__ = ["DiskStore"]
 
@@ -102,7 +101,7 @@ class _Queue:
             self.cursor = disk_key
         self.count += 1
 
-class DiskStore:
+class DiskStore(ReadyHeap):
     """The frontier store contract (:class:`~crawler_ext.frontier.storage.FrontierStore`) with
     queue bodies in an ordered key-value engine."""
 
@@ -122,8 +121,7 @@ class DiskStore:
         self._taken_by_key: dict[str, int] = {}
         self._hosts: dict[str, HostState] = {}
         self._changed_hosts: set[str] = set()
-        self._heap: list[tuple[float, int, str]] = []
-        self._heap_seq = 0
+        ReadyHeap.__init__(self)
         self._puts: dict[bytes, bytes] = {}
         self._dels: set[bytes] = set()
         self._next_id = 1
@@ -321,20 +319,6 @@ class DiskStore:
     def back_size(self, key: str) -> int:
         queue = self._back.get(key)
         return queue.count if queue is not None else 0
-
-    # -- ready heap (keys only: bounded by the active keys) -----------------------------------
-    def heap_push(self, key: str, when: float) -> None:
-        self._heap_seq += 1
-        heapq.heappush(self._heap, (when, self._heap_seq, key))
-
-    def heap_peek(self) -> tuple[float, str] | None:
-        return (self._heap[0][0], self._heap[0][2]) if self._heap else None
-
-    def heap_pop(self) -> tuple[float, str] | None:
-        if not self._heap:
-            return None
-        when, _, key = heapq.heappop(self._heap)
-        return when, key
 
     # -- leases -------------------------------------------------------------------------------
     def lease(self, entry: Entry) -> None:

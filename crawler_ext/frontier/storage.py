@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Entry", "HostState", "FrontierStore", "MemoryStore"]
+__all__ = ["Entry", "HostState", "FrontierStore", "MemoryStore", "ReadyHeap"]
 
 
 @dataclass(slots=True)
@@ -95,7 +95,28 @@ class FrontierStore(Protocol):
     def admitted_mark(self) -> int: ...
 
 
-class MemoryStore:
+class ReadyHeap:
+    """The ready heap of (next allowed time, key), for the stores: keys only, so it is bounded
+    by the active keys and kept in memory by every store."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, str]] = []
+        self._heap_seq = itertools.count()
+
+    def heap_push(self, key: str, when: float) -> None:
+        heapq.heappush(self._heap, (when, next(self._heap_seq), key))
+
+    def heap_peek(self) -> tuple[float, str] | None:
+        return (self._heap[0][0], self._heap[0][2]) if self._heap else None
+
+    def heap_pop(self) -> tuple[float, str] | None:
+        if not self._heap:
+            return None
+        when, _, key = heapq.heappop(self._heap)
+        return when, key
+
+
+class MemoryStore(ReadyHeap):
     """Everything in process memory: fast, and lost when the process ends."""
 
     durable = False
@@ -108,8 +129,7 @@ class MemoryStore:
         self._stale: set[tuple[int, int]] = set()  # (entry id, band) copies left by promotion
         self._back: dict[str, list[tuple[int, int, int, Entry]]] = {}
         self._back_total = 0
-        self._heap: list[tuple[float, int, str]] = []
-        self._heap_seq = itertools.count()
+        ReadyHeap.__init__(self)
         self._leased: dict[int, Entry] = {}
         self._hosts: dict[str, HostState] = {}
         self._delayed: list[tuple[float, int, Entry]] = []
@@ -188,19 +208,6 @@ class MemoryStore:
 
     def back_size(self, key: str) -> int:
         return len(self._back.get(key, ()))
-
-    # ready heap
-    def heap_push(self, key: str, when: float) -> None:
-        heapq.heappush(self._heap, (when, next(self._heap_seq), key))
-
-    def heap_peek(self) -> tuple[float, str] | None:
-        return (self._heap[0][0], self._heap[0][2]) if self._heap else None
-
-    def heap_pop(self) -> tuple[float, str] | None:
-        if not self._heap:
-            return None
-        when, _, key = heapq.heappop(self._heap)
-        return when, key
 
     # leases
     def lease(self, entry: Entry) -> None:
