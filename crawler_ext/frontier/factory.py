@@ -86,13 +86,7 @@ def make_store(settings: Any, bands: int) -> FrontierStore:
     if backend == "memory":
         return MemoryStore(bands)
     if backend == "disk":
-        path = config.get(settings, "CRAWLER_EXT_FRONTIER_DISK_PATH")
-        if path is None:
-            if not jobdir:
-                raise config.ConfigError(
-                    "CRAWLER_EXT_FRONTIER_BACKEND=disk needs JOBDIR (or "
-                    "CRAWLER_EXT_FRONTIER_DISK_PATH) to know where to keep the frontier")
-            path = str(Path(jobdir) / "frontier")
+        path = _store_path(settings, "disk", "CRAWLER_EXT_FRONTIER_DISK_PATH", "frontier")
         engine = config.get(settings, "CRAWLER_EXT_FRONTIER_DISK_ENGINE")
         if engine == "rocksdb" and importlib.util.find_spec("rocksdict") is None:
             raise config.ConfigError(
@@ -100,15 +94,21 @@ def make_store(settings: Any, bands: int) -> FrontierStore:
                 "(pip install rocksdict), or use CRAWLER_EXT_FRONTIER_DISK_ENGINE=sqlite")
         return DiskStore(path, bands, make_engine(engine))
     if backend == "sqlite":
-        path = config.get(settings, "CRAWLER_EXT_FRONTIER_SQLITE_PATH")
-        if path is None:
-            if not jobdir:
-                raise config.ConfigError(
-                    "CRAWLER_EXT_FRONTIER_BACKEND=sqlite needs JOBDIR (or "
-                    "CRAWLER_EXT_FRONTIER_SQLITE_PATH) to know where to keep the frontier")
-            path = str(Path(jobdir) / "frontier.sqlite3")
-        return SqliteStore(path, bands)
+        return SqliteStore(_store_path(settings, "sqlite", "CRAWLER_EXT_FRONTIER_SQLITE_PATH",
+                                       "frontier.sqlite3"), bands)
     raise config.ConfigError(f"CRAWLER_EXT_FRONTIER_BACKEND={backend}: use make_redis_frontier")
+
+
+def _store_path(settings: Any, backend: str, setting: str, name: str) -> str:
+    """Where a durable store lives: its own setting, else ``name`` under JOBDIR."""
+    path = config.get(settings, setting)
+    if path is not None:
+        return path
+    jobdir = job_dir(settings)
+    if not jobdir:
+        raise config.ConfigError(f"CRAWLER_EXT_FRONTIER_BACKEND={backend} needs JOBDIR (or "
+                                 f"{setting}) to know where to keep the frontier")
+    return str(Path(jobdir) / name)
 
 
 def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
