@@ -205,3 +205,13 @@ def test_the_admission_journal_replays_from_any_mark(tmp_path: Path) -> None:
     store.close()
     again = disk(tmp_path / "f")
     assert again.admitted_mark() == 5 and again.admitted_since(4) == ([15], 5)
+
+
+def test_resuming_with_fewer_bands_is_refused_not_lossy(tmp_path: Path) -> None:
+    store = disk(tmp_path / "f")
+    make(store).add([Entry("a", 2, b"x", fp=1)])
+    store.close()
+    fewer = DiskStore(tmp_path / "f", 2, make_engine("rocksdb"))
+    with pytest.raises(ValueError, match="CRAWLER_EXT_FRONTIER_BANDS"):
+        fewer.open()
+    fewer.kv.close()

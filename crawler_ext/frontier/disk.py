@@ -101,6 +101,7 @@ class _Queue:
             self.cursor = disk_key
         self.count += 1
 
+
 class DiskStore(ReadyHeap):
     """The frontier store contract (:class:`~crawler_ext.frontier.storage.FrontierStore`) with
     queue bodies in an ordered key-value engine."""
@@ -138,6 +139,12 @@ class DiskStore(ReadyHeap):
         self._mark = _U64.unpack(meta.get(b"Mjournal", _U64.pack(0)))[0]
         for band, queue in enumerate(self._front):
             queue.count = _U64.unpack(meta.get(b"Mband" + bytes((band,)), _U64.pack(0)))[0]
+        extra = [k for k, v in meta.items() if k.startswith(b"Mband") and k[5] >= self.bands
+                 and _U64.unpack(v)[0]]
+        if extra:  # its entries would never be handed out: say so rather than lose them
+            raise ValueError(f"the disk frontier in {self.directory} holds entries in "
+                             f"{max(k[5] for k in extra) + 1} bands; resume it with "
+                             f"CRAWLER_EXT_FRONTIER_BANDS set as when it was written")
         self._delayed.count = _U64.unpack(meta.get(b"Mdelayed", _U64.pack(0)))[0]
 
     def recover(self) -> int:
