@@ -32,7 +32,7 @@ from bisect import insort
 from pathlib import Path
 
 from crawler_ext.frontier.kv import KVEngine
-from crawler_ext.frontier.storage import Entry, HostState, ReadyHeap
+from crawler_ext.frontier.storage import Entry, HostState, KeyState
 
 __all__ = ["DiskStore"]
 
@@ -102,7 +102,7 @@ class _Queue:
         self.count += 1
 
 
-class DiskStore(ReadyHeap):
+class DiskStore(KeyState):
     """The frontier store contract (:class:`~crawler_ext.frontier.storage.FrontierStore`) with
     queue bodies in an ordered key-value engine."""
 
@@ -120,9 +120,8 @@ class DiskStore(ReadyHeap):
         self._taken: dict[int, bytes] = {}  # handed out, not completed: id -> record key
         self._promoted: dict[int, int] = {}  # promoted entries still in front: id -> position
         self._taken_by_key: dict[str, int] = {}
-        self._hosts: dict[str, HostState] = {}
         self._changed_hosts: set[str] = set()
-        ReadyHeap.__init__(self)
+        KeyState.__init__(self)
         self._puts: dict[bytes, bytes] = {}
         self._dels: set[bytes] = set()
         self._next_id = 1
@@ -345,13 +344,7 @@ class DiskStore(ReadyHeap):
                 del self._taken_by_key[key]
             self._changed_hosts.add(key)
 
-    # -- host state ---------------------------------------------------------------------------
-    def host(self, key: str) -> HostState:
-        state = self._hosts.get(key)
-        if state is None:
-            state = self._hosts[key] = HostState()
-        return state
-
+    # -- host state (``host()``: KeyState) ----------------------------------------------------
     def host_changed(self, key: str) -> None:
         self._changed_hosts.add(key)
 

@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Entry", "HostState", "FrontierStore", "MemoryStore", "ReadyHeap"]
+__all__ = ["Entry", "HostState", "FrontierStore", "MemoryStore", "KeyState"]
 
 
 @dataclass(slots=True)
@@ -95,13 +95,20 @@ class FrontierStore(Protocol):
     def admitted_mark(self) -> int: ...
 
 
-class ReadyHeap:
-    """The ready heap of (next allowed time, key), for the stores: keys only, so it is bounded
-    by the active keys and kept in memory by every store."""
+class KeyState:
+    """What every store keeps in memory per politeness key: the ready heap of (next allowed
+    time, key) -- bounded by the active keys -- and each key's host state."""
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, str]] = []
         self._heap_seq = itertools.count()
+        self._hosts: dict[str, HostState] = {}
+
+    def host(self, key: str) -> HostState:
+        state = self._hosts.get(key)
+        if state is None:
+            state = self._hosts[key] = HostState()
+        return state
 
     def heap_push(self, key: str, when: float) -> None:
         heapq.heappush(self._heap, (when, next(self._heap_seq), key))
@@ -116,7 +123,7 @@ class ReadyHeap:
         return when, key
 
 
-class MemoryStore(ReadyHeap):
+class MemoryStore(KeyState):
     """Everything in process memory: fast, and lost when the process ends."""
 
     durable = False
@@ -129,9 +136,8 @@ class MemoryStore(ReadyHeap):
         self._stale: set[tuple[int, int]] = set()  # (entry id, band) copies left by promotion
         self._back: dict[str, list[tuple[int, int, int, Entry]]] = {}
         self._back_total = 0
-        ReadyHeap.__init__(self)
+        KeyState.__init__(self)
         self._leased: dict[int, Entry] = {}
-        self._hosts: dict[str, HostState] = {}
         self._delayed: list[tuple[float, int, Entry]] = []
 
     # lifecycle
@@ -217,13 +223,7 @@ class MemoryStore(ReadyHeap):
         for entry_id in entry_ids:
             self._leased.pop(entry_id, None)
 
-    # host state
-    def host(self, key: str) -> HostState:
-        state = self._hosts.get(key)
-        if state is None:
-            state = self._hosts[key] = HostState()
-        return state
-
+    # host state (``host()``: KeyState)
     def host_changed(self, key: str) -> None:
         pass
 
