@@ -238,6 +238,11 @@ _SPECS = [
             "Shards of the Redis frontier (hash tags; spread over a Redis Cluster's slots)."),
     Setting("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS", False, _bool,
             "Keep a worker running when the shared crawl is finished, waiting for new seeds."),
+    Setting("CRAWLER_EXT_REPORT_FILE", None, _optional_str,
+            "JSON-lines time series of the crawl for its report; default JOBDIR/"
+            "crawl_report.jsonl (none without JOBDIR)."),
+    Setting("CRAWLER_EXT_REPORT_INTERVAL", 10.0, _number(float, 0),
+            "Seconds between samples of the crawl report's time series (0: no report)."),
     Setting("CRAWLER_EXT_ROBOTS_AGENT", None, _optional_str,
             "robots.txt user-agent token; default: the product token of USER_AGENT."),
     Setting("CRAWLER_EXT_ROBOTS_MAX_FAILURES", 3, _number(int, 1),

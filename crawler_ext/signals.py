@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["content_checked", "content_duplicate", "frontier_commit", "sitemaps_found",
-           "storage_failed"]
+__all__ = ["content_checked", "content_duplicate", "frontier_commit", "frontier_opened",
+           "host_released", "sitemaps_found", "storage_failed"]
 
 #: A fetched page duplicates an earlier one.  Arguments: ``url``, ``original`` (URL),
 #: ``kind`` ("exact" or "near"), ``distance`` (SimHash bits).  The frontier scheduler learns
@@ -26,3 +26,14 @@ frontier_commit = object()
 #: A disk the crawl writes to is full (``where``: ``warc`` or ``jobdir``).  The frontier stops
 #: committing its journal, so nothing not stored is called done; the crawl is being closed.
 storage_failed = object()
+
+#: The frontier scheduler opened.  Argument: ``progress``, a callable returning the frontier's
+#: figures now: ``queued``, ``bands`` (list, or None for a shared frontier), ``delayed``,
+#: ``active_hosts``, ``in_flight``.  The crawl report samples it.
+frontier_opened = object()
+
+#: A request left the downloader and its politeness key was released.  Arguments: ``key``,
+#: ``status`` (None: no response), ``started`` (when the frontier handed it out) and
+#: ``delay`` (seconds the key must now rest before its next request, from its response).
+#: The crawl report checks every key's gaps against it.
+host_released = object()

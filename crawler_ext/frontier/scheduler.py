@@ -62,6 +62,8 @@ from crawler_ext.signals import (
     content_checked,
     content_duplicate,
     frontier_commit,
+    frontier_opened,
+    host_released,
     sitemaps_found,
     storage_failed,
 )
@@ -215,6 +217,7 @@ class FrontierScheduler(BaseScheduler):
             sig.connect(self._on_left, signal=signals.request_left_downloader)
             if self.frontier.wait_for_seeds:
                 sig.connect(self._keep_waiting, signal=signals.spider_idle)
+            sig.send_catch_log(frontier_opened, progress=self.progress)
         self._start_loop(self._flush, self.flush_interval)
         self.lag.start(call_later)
         if self._rules_log is not None:
@@ -567,6 +570,10 @@ class FrontierScheduler(BaseScheduler):
             server_time = self.server_latency.observe(info.entry.key, float(latency), now)
         outcome = Outcome(info.status, server_time, info.retry_after)
         delay = self.frontier.done(info.entry, outcome, info.arrived or now)
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(host_released, key=info.entry.key,
+                                                status=info.status, started=info.started,
+                                                delay=delay)
         if info.status is None or info.status in BACKOFF_STATUSES:
             self._inc("frontier/backoffs")
             if info.retry_after is not None:
@@ -709,16 +716,22 @@ class FrontierScheduler(BaseScheduler):
     def _on_storage_failed(self, where: str = "", **_: Any) -> None:
         self._frozen = True
 
+    def progress(self) -> dict[str, Any]:
+        """The frontier's figures now (the progress line and the crawl report)."""
+        return {"queued": self.frontier.pending(), "bands": self.frontier.band_sizes(),
+                "delayed": self.frontier.delayed(), "active_hosts": self.frontier.active_keys(),
+                "in_flight": len(self._inflight)}
+
     def _log_progress(self) -> None:
         dispatched = self.stats.get_value("frontier/dispatched", 0) if self.stats else 0
         rate = (dispatched - self._dispatched_at_last_log) * 60.0 / self.log_interval
         self._dispatched_at_last_log = dispatched
-        bands = self.frontier.band_sizes()
+        now = self.progress()
+        bands = now["bands"]
         logger.info(
             "Frontier: %d queued (bands %s), %d active hosts, %d in flight, %d dispatched "
-            "(%.0f/min)", self.frontier.pending(),
-            "/".join(map(str, bands)) if bands is not None else "shared",
-            self.frontier.active_keys(), len(self._inflight), dispatched, rate)
+            "(%.0f/min)", now["queued"], "/".join(map(str, bands)) if bands is not None
+            else "shared", now["active_hosts"], now["in_flight"], dispatched, rate)
 
     def _inc(self, key: str, count: int = 1) -> None:
         if self.stats is not None:

@@ -104,6 +104,8 @@ class WarcPipeline:
             self.writer.flush()
         except OSError as exc:
             self._failed(exc)
+        if self.stats is not None:  # bytes so far, for the crawl report's time series
+            self.stats.set_value("warc/bytes", self.writer.bytes_written)
 
     def _write(self, record: Any) -> bool:
         try:
