@@ -1,8 +1,8 @@
 """Every ``CRAWLER_EXT_*`` setting in one place: default, type, and one line of documentation.
 
 Components read their settings through :func:`get`, which validates the value and raises
-:class:`ConfigError` (a one-line message naming the setting) on bad input.  The README's
-settings table is checked against :data:`SETTINGS` by the test suite.
+:class:`ConfigError` (a one-line message naming the setting) on bad input.  The docs'
+settings table (docs/settings.md) is generated from :data:`SETTINGS`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SETTINGS", "ConfigError", "Setting", "get", "readme_table", "validate_all"]
+__all__ = ["SETTINGS", "ConfigError", "Setting", "default_text", "get", "validate_all"]
 
 
 class ConfigError(ValueError):
@@ -286,8 +286,8 @@ def get(settings: Any, name: str) -> Any:
         raise ConfigError(f"{name}: {exc}") from None
 
 
-def readme_default(spec: Setting) -> str:
-    """How the README's settings table shows a default."""
+def default_text(spec: Setting) -> str:
+    """How the docs' settings table shows a default."""
     if spec.default is None:
         return "unset"
     if isinstance(spec.default, dict):
@@ -297,19 +297,13 @@ def readme_default(spec: Setting) -> str:
     return str(spec.default)
 
 
-def readme_table() -> str:
-    rows = ["| setting | default | meaning |", "| --- | --- | --- |"]
-    rows += [f"| `{s.name}` | `{readme_default(s)}` | {s.doc} |" for s in SETTINGS.values()]
-    return "\n".join(rows)
-
-
 def validate_all(settings: Any) -> None:
     """Validate every known setting, and reject unknown ``CRAWLER_EXT_*`` names (typos)."""
     for name in SETTINGS:
         get(settings, name)
     for name in settings:
         if str(name).startswith("CRAWLER_EXT_") and name not in SETTINGS:
-            raise ConfigError(f"{name}: unknown setting (see the README's settings table)")
+            raise ConfigError(f"{name}: unknown setting (see the settings in the docs)")
     bands = get(settings, "CRAWLER_EXT_FRONTIER_BANDS")
     weights = get(settings, "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
     if len(weights) != bands:

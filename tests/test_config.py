@@ -1,9 +1,7 @@
-"""Settings: validation messages, and the README table lists every setting with its default."""
+"""Settings: validation messages (the docs' table of every setting: tests/test_docs.py)."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 
 import pytest
 
@@ -27,14 +25,6 @@ def test_values_from_the_command_line_are_parsed() -> None:
     assert config.get({"CRAWLER_EXT_FRONTIER_BAND_WEIGHTS": "4,1"},
                       "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS") == [4.0, 1.0]
     assert config.get({"CRAWLER_EXT_URL_SORT_QUERY": "true"}, "CRAWLER_EXT_URL_SORT_QUERY") is True
-
-
-def test_readme_documents_every_setting_with_its_default() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    rows = dict(re.findall(r"^\| `(CRAWLER_EXT_\w+)` \| ([^|]*) \|", readme, re.M))
-    assert set(rows) == set(config.SETTINGS)
-    for name, spec in config.SETTINGS.items():
-        assert rows[name].strip().strip("`") == config.readme_default(spec), name
 
 
 def test_settings_that_must_agree_are_checked_together() -> None:

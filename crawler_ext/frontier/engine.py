@@ -57,7 +57,7 @@ class EngineHandle:
             raise RuntimeError(
                 f"crawler_ext's frontier scheduler needs Scrapy's engine internals "
                 f"{', '.join(missing)}, which Scrapy {scrapy.__version__} does not have; "
-                f"use a Scrapy version crawler_ext supports (see README)")
+                f"use a Scrapy version crawler_ext supports (see docs/usage.md)")
 
     def present(self) -> bool:
         """Whether there is an engine to wake (not when the scheduler is used on its own)."""

@@ -1,0 +1,144 @@
+"""Every stat the pack keeps, with one line of meaning: the docs' stats table is made from it.
+
+A name's ``<part>`` stands for a value (a reason, a status code, a host).  The test suite
+checks that every stat name written in the code is listed here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["STATS", "Stat", "documented", "stats_rows"]
+
+
+@dataclass(frozen=True)
+class Stat:
+    keys: tuple[str, ...]
+    meaning: str
+
+
+STATS: list[Stat] = [
+    Stat(("frontier/enqueued", "frontier/enqueued/band_<N>"),
+         "URLs admitted into the frontier, by band"),
+    Stat(("frontier/dispatched",),
+         "requests handed to the engine"),
+    Stat(("frontier/recovered",),
+         "queued or in-flight requests resumed from a durable store"),
+    Stat(("frontier/promoted",),
+         "waiting URLs moved to a better band by new inlinks"),
+    Stat(("frontier/active_hosts_max",),
+         "most politeness keys active at once"),
+    Stat(("frontier/delay_max",),
+         "longest per-host delay applied, seconds"),
+    Stat(("frontier/backoffs", "frontier/retry_after_honoured"),
+         "429/503/error backoffs; of them with Retry-After"),
+    Stat(("frontier/politeness_violations",),
+         "requests handed out before their host's next allowed time with nothing else in "
+         "flight there (0 by construction; watched by the Spidermon monitor)"),
+    Stat(("frontier/pending",),
+         "requests left in the frontier at close"),
+    Stat(("frontier/parked", "frontier/parked_pending", "frontier/parkings"),
+         "hosts parked at close (they asked to wait longer than "
+         "`CRAWLER_EXT_POLITENESS_BACKOFF_MAX`), their queued URLs, and parkings during the "
+         "crawl"),
+    Stat(("netguard/refused",),
+         "requests the SSRF guard stopped in the download path"),
+    Stat(("disk_full/warc", "disk_full/jobdir"),
+         "the crawl stopped because that disk filled up (finish reason `disk_full`)"),
+    Stat(("netguard/refused_scheme/<scheme>",),
+         "requests of schemes not allowed (`CRAWLER_EXT_ALLOWED_SCHEMES`), failed with "
+         "NotSupported"),
+    Stat(("scheduler/unserializable",),
+         "requests a durable frontier could not serialise, kept in memory for the run"),
+    Stat(("scheduler/enqueued", "scheduler/dequeued", "scheduler/enqueued/<memory|disk>",
+          "scheduler/dequeued/<memory|disk>"),
+         "Scrapy's scheduler stats: requests queued, and handed to the engine (the frontier's "
+         "robots.txt fetches not counted)"),
+    Stat(("frontier/dropped", "frontier/blocked"),
+         "queued URLs dropped at their turn (robots.txt, blocklist)"),
+    Stat(("robots/status/<code>", "robots/disallowed", "robots/gave_up"),
+         "robots.txt answers; URLs robots.txt forbade; URLs dropped after robots.txt kept "
+         "failing"),
+    Stat(("robots/crawl_delay", "robots/sitemaps"),
+         "robots.txt files with a Crawl-delay; Sitemap lines found"),
+    Stat(("admission/rejected/<reason>",),
+         "URLs refused: `blocklist`, `too_long`, `path_depth`, `repeated_segments`, "
+         "`host_budget`, `pattern_cap`, `pattern_chain`, `id_chain`, and malformed: "
+         "`bad_percent_encoding`, `bad_port`, `bad_host`, `bad_idn`, `scheme`, `no_host`, "
+         "`relative`"),
+    Stat(("dupefilter/checks", "dupefilter/filtered"),
+         "seen-set look-ups; URLs found already seen"),
+    Stat(("dupefilter/urls", "dupefilter/bits_per_url", "dupefilter/estimated_fp_rate"),
+         "seen-set size at close"),
+    Stat(("dupefilter/snapshots",),
+         "seen-set snapshots written to JOBDIR"),
+    Stat(("dupefilter/false_positives_caught",),
+         "\"maybe seen\" URLs that the exact store proved new (bloom+exact)"),
+    Stat(("admission/learned_rules", "frontier/demoted"),
+         "parameters learned irrelevant per host; URLs queued lower for a duplicate-prone "
+         "pattern"),
+    Stat(("dedup/unique", "dedup/exact", "dedup/near"),
+         "content verdicts of fetched HTML pages"),
+    Stat(("dedup/fallback/full_text", "dedup/fallback/body_hash"),
+         "pages judged on their full visible text (too little main text), or on their exact "
+         "body only (too little text at all)"),
+    Stat(("frontier/known_links",),
+         "links refused at once because their exact spelling was recently admitted or found "
+         "seen"),
+    Stat(("spider/links_invalid/<reason>",),
+         "hrefs the reference spider skipped: `scheme`, `bad_url`, `too_long`"),
+    Stat(("dedup/hosts_with_duplicates", "dedup/host_rate/<host>"),
+         "hosts serving duplicates; the 20 highest duplicate rates"),
+    Stat(("warc/records/response", "warc/records/revisit", "warc/records/metadata"),
+         "WARC records written, by type"),
+    Stat(("warc/files", "warc/bytes"),
+         "WARC files closed and bytes written"),
+    Stat(("warc/skipped_noindex", "directives/noindex_not_stored"),
+         "noindex pages kept out of the WARC and the items (`CRAWLER_EXT_NOINDEX_STORE = "
+         "False`)"),
+    Stat(("dns/queries", "dns/cache_hits", "dns/negative_hits", "dns/coalesced"),
+         "DNS queries sent; answers from the cache; cached negative answers; look-ups that "
+         "joined a query in flight"),
+    Stat(("frontier/redis/exchanges", "frontier/redis/commands", "frontier/redis/pushed",
+          "frontier/redis/leased"),
+         "distributed: exchanges with Redis, commands sent, entries pushed and leased"),
+    Stat(("frontier/redis/leases_expired", "frontier/redis/leases_lost", "frontier/redis/errors",
+          "frontier/redis/seeds"),
+         "leases of dead workers returned; releases refused (lease had expired); failed "
+         "exchanges (retried); seeds popped"),
+    Stat(("shared/rules/redis/errors", "shared/docs/redis/errors"),
+         "failed exchanges of the shared rule log and content index (retried); a Redis outage "
+         "is logged once per worker, whichever component meets it first, and once more when "
+         "Redis answers again"),
+    Stat(("dupefilter/redis/filtered", "robots/shared", "shared/docs/received",
+          "shared/rules/received", "admission/learned_rules_shared"),
+         "distributed: URLs another worker had admitted; robots.txt answers, pages and rules "
+         "learned from other workers"),
+    Stat(("dns/nxdomain", "dns/errors", "dns/refused", "dns/prefetched"),
+         "negative answers; failures and time-outs; answers refused by the SSRF guard; hosts "
+         "resolved at admission"),
+    Stat(("shared/rules/commands", "shared/docs/commands"),
+         "commands sent to Redis by the shared rule log and content index"),
+]
+
+#: a stat of Scrapy's own that the pack's progress and report read
+_PART = re.compile(r"<[^>]*>")
+
+
+def _pattern(key: str) -> re.Pattern[str]:
+    parts = _PART.split(key)
+    return re.compile("[^/]+".join(re.escape(p) for p in parts) + r"\Z")
+
+
+_PATTERNS = [_pattern(key) for stat in STATS for key in stat.keys]
+
+
+def documented(name: str) -> bool:
+    """Whether a stat name is listed (``<part>`` matching any one path segment)."""
+    return any(p.match(name) for p in _PATTERNS)
+
+
+def stats_rows() -> list[tuple[str, str]]:
+    """(keys as Markdown code, meaning) per row, in the registry's order."""
+    return [(", ".join(f"`{k}`" for k in stat.keys), stat.meaning) for stat in STATS]
