@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["STATS", "Stat", "documented", "stats_rows"]
+__all__ = ["STATS", "Counts", "Stat", "documented", "stats_rows"]
 
 
 @dataclass(frozen=True)
@@ -142,3 +142,25 @@ def documented(name: str) -> bool:
 def stats_rows() -> list[tuple[str, str]]:
     """(keys as Markdown code, meaning) per row, in the registry's order."""
     return [(", ".join(f"`{k}`" for k in stat.keys), stat.meaning) for stat in STATS]
+
+
+class Counts:
+    """Stat increments of a hot path, kept in a plain dict and added to the crawl's stats by
+    :meth:`flush` (a dict update per event instead of a stats-collector call: the frontier
+    flushes every ``CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL`` and at close)."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending: dict[str, int] = {}
+
+    def inc(self, key: str, count: int = 1) -> None:
+        pending = self.pending
+        pending[key] = pending.get(key, 0) + count
+
+    def flush(self, stats: object) -> None:
+        if self.pending:
+            pending, self.pending = self.pending, {}
+            if stats is not None:
+                for key, count in pending.items():
+                    stats.inc_value(key, count)  # type: ignore[attr-defined]

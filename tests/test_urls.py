@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint, url_fingerprint
@@ -114,3 +114,44 @@ def test_the_fast_politeness_key_of_a_canonical_url_is_the_parsed_one(
     except InvalidURL:
         return
     assert canonical_key(canonical) == politeness_key(canonical)
+
+
+_fast_hosts = st.sampled_from(["example.com", "a.b.example.org", "Example.com", "h-1.test",
+                               "xn--bcher-kva.de", "1.2.3.4", "a.b", "host.test.", "a..b.com",
+                               "h.test:8080", "h.test:80", "-x.com", "x-.com"])
+_fast_paths = st.one_of(st.text(alphabet="aZ09/._~-", max_size=16),  # mostly the shortcut's
+                        st.text(alphabet="aZ09/._~-%?#;=+:@é ", max_size=24))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(scheme=st.sampled_from(["http", "https", "HTTP", "Https"]), host=_fast_hosts,
+       path=_fast_paths, slash=st.booleans())
+def test_the_shortcut_for_canonical_urls_changes_no_answer(scheme: str, host: str, path: str,
+                                                           slash: bool) -> None:
+    """Links already canonical skip the parse (#20's fast path); for every URL the answer must
+    be the full canonicalisation's, so the seen set admits exactly the same URLs."""
+    from crawler_ext.admission.urls import _canonicalize
+
+    url = f"{scheme}://{host}" + ("/" if slash else "") + path
+    options = {"strip_tracking": True, "strip_session": False, "sort_query": False,
+               "drop_params": None}
+    try:
+        full = _canonicalize(url, None, **options)
+    except InvalidURL as exc:
+        with pytest.raises(InvalidURL) as raised:
+            canonicalize(url)
+        assert raised.value.reason == exc.reason
+        return
+    assert canonicalize(url) == full
+
+
+def test_the_shortcut_takes_the_common_links() -> None:
+    from crawler_ext.admission.urls import _CANONICAL_RE
+
+    for url in ("https://docs.example.org/en/latest/api/index.html", "http://h0001.web.test",
+                "https://example.com/a_b/c-d/~user/file.tar.gz"):
+        assert _CANONICAL_RE.match(url), url
+    for url in ("http://Example.com/", "http://e.com/./a", "http://e.com/a/../b",
+                "http://e.com/a?utm_source=x", "http://e.com/a#f", "http://e.com:80/",
+                "http://1.2.3.4/", "http://e.com/a b", "http://e.com/%7Euser"):
+        assert not _CANONICAL_RE.match(url), url

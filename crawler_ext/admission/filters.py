@@ -150,7 +150,8 @@ class Admission:
         segments = [s for s in path.split("/") if s]
         if len(segments) > r.max_path_depth:
             return self._reject("path_depth")
-        if segments and max(Counter(segments).values()) > r.max_repeated_segments:
+        if len(set(segments)) < len(segments) - r.max_repeated_segments + 1 and \
+                max(Counter(segments).values()) > r.max_repeated_segments:
             return self._reject("repeated_segments")
         host = host_of(canonical)
         if not self.guard.allows(host[1:host.find("]")] if host.startswith("[")

@@ -39,6 +39,12 @@ _ALLOWED = _UNRESERVED | frozenset("!$&'()*+,;=:@/?%")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _HOST_RE = re.compile(r"^[a-z0-9._~!$&'()*+,;=%-]+$")
+#: a URL already in canonical form (most links on real pages): lowercase http(s), a host name
+#: of lowercase labels without a port, a path of unreserved characters and "/" with no dot
+#: segment, no query, no fragment.  Such a URL is its own canonical form (the empty path
+#: becomes "/"), so it skips the parsing below; tests check both paths agree.
+_CANONICAL_RE = re.compile(
+    r"https?://[a-z0-9-]+(?:\.[a-z0-9-]+)*[a-z](?:/(?!\.)[A-Za-z0-9_~-]*(?:\.[A-Za-z0-9_~-]*)*)*\Z")
 
 
 class InvalidURL(ValueError):
@@ -137,6 +143,22 @@ def canonicalize(
 
     ``drop_params`` maps a host (with its port, if not the default) to parameter names to drop.
     """
+    if base is None and _CANONICAL_RE.match(url) and len(url) <= MAX_INPUT_LENGTH:
+        return url if url.find("/", url.find("//") + 2) > 0 else url + "/"
+    return _canonicalize(url, base, strip_tracking=strip_tracking, strip_session=strip_session,
+                         sort_query=sort_query, drop_params=drop_params)
+
+
+def _canonicalize(
+    url: str,
+    base: str | None,
+    *,
+    strip_tracking: bool,
+    strip_session: bool,
+    sort_query: bool,
+    drop_params: Mapping[str, Collection[str]] | None,
+) -> str:
+    """:func:`canonicalize` without its shortcut for URLs already canonical."""
     if len(url) > MAX_INPUT_LENGTH:
         raise InvalidURL("too_long", url)
     url = url.strip()

@@ -58,6 +58,7 @@ from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.robots import RobotsCache
 from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.diskfull import is_disk_full, report_disk_full
+from crawler_ext.stats import Counts
 from crawler_ext.signals import (
     content_checked,
     content_duplicate,
@@ -118,6 +119,7 @@ class FrontierScheduler(BaseScheduler):
         self.scorer = scorer
         self.admission = admission or Admission()
         self.stats = stats
+        self._counts = Counts()
         self.crawler = crawler
         self.flush_interval = flush_interval
         self.log_interval = log_interval
@@ -249,6 +251,7 @@ class FrontierScheduler(BaseScheduler):
             except (OSError, sqlite3.Error) as exc:
                 self._storage_error(exc)
             self.df.mark = self.frontier.admitted_mark()
+        self._counts.flush(self.stats)
         if self.stats is not None:
             self.stats.set_value("frontier/pending", self.frontier.pending())
             parked = self.frontier.parked_pending(time.time())
@@ -679,6 +682,7 @@ class FrontierScheduler(BaseScheduler):
             self.frontier.complete(done)
 
     def _flush(self) -> None:
+        self._counts.flush(self.stats)
         if self._frozen:
             return
         self.blocklist.refresh()
@@ -723,6 +727,7 @@ class FrontierScheduler(BaseScheduler):
                 "in_flight": len(self._inflight)}
 
     def _log_progress(self) -> None:
+        self._counts.flush(self.stats)
         dispatched = self.stats.get_value("frontier/dispatched", 0) if self.stats else 0
         rate = (dispatched - self._dispatched_at_last_log) * 60.0 / self.log_interval
         self._dispatched_at_last_log = dispatched
@@ -734,8 +739,7 @@ class FrontierScheduler(BaseScheduler):
             else "shared", now["active_hosts"], now["in_flight"], dispatched, rate)
 
     def _inc(self, key: str, count: int = 1) -> None:
-        if self.stats is not None:
-            self.stats.inc_value(key, count)
+        self._counts.inc(key, count)  # added to the stats at the next flush
 
 
 _LOW_BITS = (1 << REST_BITS) - 1

@@ -36,6 +36,7 @@ from scrapy.utils.request import referer_str
 from crawler_ext import config
 from crawler_ext.int64 import to_signed as _signed
 from crawler_ext.seen.contract import MAYBE
+from crawler_ext.stats import Counts
 from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint
 
 __all__ = ["BloomDupeFilter", "ExactSeenStore", "MAYBE"]
@@ -109,6 +110,7 @@ class BloomDupeFilter:
         self.exact: ExactSeenStore | None = None
         self._exact_wanted = exact
         self.stats = stats
+        self._counts = Counts()  # per-check counts, added to the stats at each flush
         self.debug = debug
         self.mark = 0  # journal position the loaded snapshot covers (see the scheduler)
         self.bloom = self._new()
@@ -182,15 +184,15 @@ class BloomDupeFilter:
         """Test and set: True if ``fp`` was (probably) seen before; in exact mode
         :data:`MAYBE` when the Bloom filter says seen and :meth:`confirm` must decide."""
         seen = self.bloom.add(fp.to_bytes(8, "big"))
-        if self.stats is not None:
-            self.stats.inc_value("dupefilter/checks")
+        counts = self._counts
+        counts.inc("dupefilter/checks")
         if self.exact is not None:
             if not seen:
                 self.exact.add(fp)
                 return False
             return MAYBE
-        if seen and self.stats is not None:
-            self.stats.inc_value("dupefilter/filtered")
+        if seen:
+            counts.inc("dupefilter/filtered")
         return seen
 
     def confirm(self, fps: list[int]) -> list[bool]:
@@ -206,6 +208,7 @@ class BloomDupeFilter:
 
     def flush(self) -> None:
         """Commit the exact store's additions (after the frontier journal's commit)."""
+        self._counts.flush(self.stats)
         if self.exact is not None:
             self.exact.flush()
 
@@ -247,6 +250,7 @@ class BloomDupeFilter:
         return 1.0 - ok
 
     def _report(self) -> None:
+        self._counts.flush(self.stats)
         if self.stats is None:
             return
         count = len(self.bloom)
