@@ -128,3 +128,68 @@ def test_crawl_archives_bytes_as_transferred_with_revisits(testweb_factory, tmp_
         fh.seek(offset)
         record = next(iter(ArchiveIterator(io.BytesIO(fh.read(length)))))
         assert record.rec_headers.get_header("WARC-Target-URI") == page
+
+
+def _records(directory: Path) -> list[tuple]:
+    out = []
+    for path in sorted(directory.glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            out += [(r.rec_type, r.rec_headers.get_header("WARC-Target-URI"),
+                     r.content_stream().read()) for r in ArchiveIterator(fh)]
+    return out
+
+
+def test_the_writer_thread_keeps_order_and_content(tmp_path: Path) -> None:
+    """The crawl writes through BackgroundWriter (gzip and appends off the reactor thread):
+    the same records in the same order as the direct writer, rotation included."""
+    from crawler_ext.warc.background import BackgroundWriter
+
+    direct = fixed_writer(tmp_path / "direct", max_size=3000)
+    direct.open()
+    write_pages(direct, 30)
+    write_pages(direct, 30)
+    direct.close()
+    threaded = BackgroundWriter(fixed_writer(tmp_path / "thread", max_size=3000), max_queue=4)
+    threaded.open()
+    write_pages(threaded, 30)  # type: ignore[arg-type]
+    threaded.flush()  # waits: everything handed over is in the files, the open one flushed
+    on_disk = 0
+    for path in (tmp_path / "thread").glob("*.warc.gz*"):
+        with open(path, "rb") as fh:
+            on_disk += sum(r.rec_type == "response" for r in ArchiveIterator(fh))
+    assert on_disk == 30
+    write_pages(threaded, 30)  # type: ignore[arg-type]
+    threaded.close()
+    assert _records(tmp_path / "thread") == _records(tmp_path / "direct")
+    assert len(list((tmp_path / "thread").glob("*.warc.gz"))) > 3
+    assert not list((tmp_path / "thread").glob("*.open"))
+
+
+def test_a_write_error_in_the_thread_reaches_the_caller_once(tmp_path: Path) -> None:
+    import errno
+
+    import pytest
+
+    from crawler_ext.warc.background import BackgroundWriter
+
+    class Full(WarcFileWriter):
+        def write_prepared(self, record):  # the third record finds the disk full
+            if self.records >= 3:
+                self.broken = OSError(errno.ENOSPC, "No space left on device")
+                raise self.broken
+            return super().write_prepared(record)
+
+    for check in ("flush", "close"):
+        writer = BackgroundWriter(Full(tmp_path / check, prefix="t"))
+        writer.open()
+        write_pages(writer, 5)  # type: ignore[arg-type]
+        if check == "flush":
+            with pytest.raises(OSError, match="No space"):
+                writer.flush()
+            with pytest.raises(OSError, match="No space"):
+                write_pages(writer, 1)  # type: ignore[arg-type]
+            writer.close()  # already told: close does not raise it again
+        else:  # never flushed: close must still tell the caller
+            with pytest.raises(OSError, match="No space"):
+                writer.close()
+        assert list((tmp_path / check).glob("*.open"))  # left for the next start to recover

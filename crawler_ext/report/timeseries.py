@@ -140,8 +140,13 @@ class CrawlTimeSeries:
     def spider_opened(self, spider: Any) -> None:
         from twisted.internet import task
 
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        self._file = open(self.path, "a", encoding="utf-8")
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            logger.warning("Crawl report: cannot open %s (%s); no report for this run",
+                           self.path, exc)
+            return
         settings = self.crawler.settings
         recorded = {name: settings.get(name) for name in _SCRAPY_SETTINGS}
         recorded.update({name: config.get(settings, name) for name in config.SETTINGS})
@@ -161,8 +166,12 @@ class CrawlTimeSeries:
         self._write({"type": "final", "time": time.time(), "reason": reason,
                      "stats": _plain(self.crawler.stats.get_stats()),
                      "hosts": self.ledger.rows(), "hosts_untracked": self.ledger.untracked})
-        self._file.close()
-        self._file = None
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError as exc:  # a full disk: the series ends where it could
+                logger.warning("Crawl report: cannot finish %s (%s)", self.path, exc)
+            self._file = None
 
     # -- samples ---------------------------------------------------------------------------
     def sample(self) -> None:
@@ -182,7 +191,11 @@ class CrawlTimeSeries:
             self._file.flush()
         except OSError as exc:  # a full disk: the report stops, the crawl goes on
             logger.warning("Crawl report: cannot write %s (%s); no more samples", self.path, exc)
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except OSError:
+                pass
 
 
 def _plain(stats: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.hosts.directives import raw_noindex
 from crawler_ext.signals import content_duplicate, frontier_commit
 from crawler_ext.warc.cdxj import metadata_uri
+from crawler_ext.warc.background import BackgroundWriter
 from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
 
 __all__ = ["WarcPipeline", "payload_digest"]
@@ -55,7 +56,7 @@ def _status_line(status: int) -> str:
 
 
 class WarcPipeline:
-    def __init__(self, writer: WarcFileWriter, stats: Any = None,
+    def __init__(self, writer: WarcFileWriter | BackgroundWriter, stats: Any = None,
                  store_noindex: bool = True, crawler: Any = None) -> None:
         self.writer = writer
         self.stats = stats
@@ -70,12 +71,12 @@ class WarcPipeline:
         directory = config.get(s, "CRAWLER_EXT_WARC_DIR")
         if not directory:
             raise NotConfigured  # CRAWLER_EXT_WARC_DIR empty: archiving off
-        writer = WarcFileWriter(
+        writer = BackgroundWriter(WarcFileWriter(
             directory, prefix=config.get(s, "CRAWLER_EXT_WARC_PREFIX"),
             max_size=config.get(s, "CRAWLER_EXT_WARC_MAX_SIZE"),
             info={"robots": "obey" if s.getbool("ROBOTSTXT_OBEY") else "ignore",
                   "http-header-user-agent": s.get("USER_AGENT") or "",
-                  "isPartOf": crawler.spidercls.name})
+                  "isPartOf": crawler.spidercls.name}))
         pipeline = cls(writer, crawler.stats, config.get(s, "CRAWLER_EXT_NOINDEX_STORE"),
                        crawler)
         crawler.signals.connect(pipeline.response_downloaded, signal=signals.response_downloaded)

@@ -168,6 +168,19 @@ class WarcFileWriter:
         """Write one record; return (file name, offset, length).  After a failed write every
         write raises that error again: the file keeps its ``.open`` name, and the next start
         cuts the torn record off (``recover``)."""
+        self.prepare(record)
+        return self.write_prepared(record)
+
+    def prepare(self, record: Any) -> None:
+        """Give the record its id and date from the test seams (if set): the part of a write
+        that must happen in the caller's order (see ``BackgroundWriter``)."""
+        if self.record_ids is not None:
+            record.rec_headers.replace_header("WARC-Record-ID", self.record_ids())
+        if self.warc_dates is not None:
+            record.rec_headers.replace_header("WARC-Date", self.warc_dates())
+
+    def write_prepared(self, record: Any) -> tuple[str, int, int]:
+        """Serialise, compress and append a prepared record (see :meth:`write`)."""
         if self.broken is not None:
             raise self.broken
         try:
@@ -179,10 +192,6 @@ class WarcFileWriter:
     def _write(self, record: Any) -> tuple[str, int, int]:
         if self._file is None:
             self._new_file()
-        if self.record_ids is not None:
-            record.rec_headers.replace_header("WARC-Record-ID", self.record_ids())
-        if self.warc_dates is not None:
-            record.rec_headers.replace_header("WARC-Date", self.warc_dates())
         self._buffer.seek(0)
         self._buffer.truncate()
         self._builder.write_record(record)

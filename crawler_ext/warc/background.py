@@ -1,0 +1,104 @@
+"""WARC writing off the reactor thread: a ``WarcFileWriter`` driven by a thread of its own.
+
+The pipeline builds each record on the reactor thread (headers, digest, ids) and hands it to
+a bounded queue; one writer thread serialises, gzips and appends records in the order they
+came (zlib and file writes release the GIL, so on a second core they overlap the crawl's
+Python work).  ``flush`` waits until the queue is empty and the file flushed: the frontier
+calls it before committing its journal, so a kill -9 loses only records of requests the
+journal does not call done (they are fetched again).  A write error (a full disk) stops the
+thread's writing and is raised by the next ``write``/``flush`` on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+from crawler_ext.warc.writer import WarcFileWriter
+
+__all__ = ["BackgroundWriter"]
+
+_STOP = object()
+
+
+class BackgroundWriter:
+    """The interface of :class:`WarcFileWriter` (``builder``, ``open``, ``write``, ``flush``,
+    ``close``, the counters), writing in a thread; ``max_queue`` records may wait (a full
+    queue makes ``write`` wait: back-pressure, not memory)."""
+
+    def __init__(self, writer: WarcFileWriter, max_queue: int = 256) -> None:
+        self.writer = writer
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
+        self._thread: threading.Thread | None = None
+        self.broken: OSError | None = None
+        self._raised = False  # the caller has been told of ``broken``
+
+    # -- what the pipeline reads -------------------------------------------------------------
+    @property
+    def builder(self) -> Any:
+        return self.writer.builder
+
+    @property
+    def directory(self) -> Path:
+        return self.writer.directory
+
+    @property
+    def files(self) -> list[Path]:
+        return self.writer.files
+
+    @property
+    def records(self) -> int:
+        return self.writer.records
+
+    @property
+    def bytes_written(self) -> int:
+        return self.writer.bytes_written
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def open(self) -> None:
+        self.writer.open()
+        self._thread = threading.Thread(target=self._run, name="crawler_ext-warc", daemon=True)
+        self._thread.start()
+
+    def _raise(self) -> None:
+        if self.broken is not None:
+            self._raised = True
+            raise self.broken
+
+    def write(self, record: Any) -> None:
+        self._raise()
+        if self._thread is None:  # not opened (or closed): write in place
+            self.writer.write(record)
+            return
+        self.writer.prepare(record)
+        self._queue.put(record)
+
+    def flush(self, **_: Any) -> None:
+        """Wait until every record handed over is in the file, then flush it."""
+        self._queue.join()
+        self._raise()
+        self.writer.flush()  # the thread is idle: nothing else touches the file now
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join()
+            self._thread = None
+        self.writer.close()
+        if not self._raised:  # a failure in the last records: the caller must still hear it
+            self._raise()
+
+    def _run(self) -> None:
+        while True:
+            record = self._queue.get()
+            try:
+                if record is _STOP:
+                    return
+                if self.broken is None:
+                    self.writer.write_prepared(record)
+            except OSError as exc:
+                self.broken = exc  # raised on the caller's thread by its next write or flush
+            finally:
+                self._queue.task_done()
