@@ -1,15 +1,15 @@
 """The Scrapy add-on: ``ADDONS = {"crawler_ext.Addon": 100}`` switches the whole pack on.
 
-It sets, at the add-on priority (so a project's own settings still win): the frontier
-scheduler, the Bloom seen set, the caching DNS resolver, the SSRF guard (first downloader
-middleware), content dedup, the WARC pipeline, the stats-file extension and the crawl report's
-time series; and it turns off what would fight the frontier: Scrapy's ``RobotsTxtMiddleware``
-(the frontier fetches robots.txt itself, paced, and ``ROBOTSTXT_OBEY`` still decides),
-``DOWNLOAD_DELAY`` and AutoThrottle (the frontier's per-host politeness governs).  A project's
-own ``DOWNLOAD_DELAY`` (Scrapy's project template sets 1 s) becomes the frontier's per-host
-floor, ``CRAWLER_EXT_POLITENESS_MIN_DELAY``, unless that is set; a project that forces
-AutoThrottle on keeps it, and the scheduler warns once at start.  A project that sets another
-``SCHEDULER`` contradicts the add-on: the crawl stops with one line.  ``CRAWLER_EXT_*``
+It sets, at the add-on priority (so a project's own settings still win): the frontier scheduler,
+the Bloom seen set, the caching DNS resolver, the SSRF guard (first downloader middleware),
+content dedup, the known-links spider middleware, the WARC pipeline, the stats-file extension
+and the crawl report's time series; and it turns off what would fight the frontier: Scrapy's
+``RobotsTxtMiddleware`` (the frontier fetches robots.txt itself, paced, and ``ROBOTSTXT_OBEY``
+still decides), ``DOWNLOAD_DELAY`` and AutoThrottle (the frontier's per-host politeness
+governs). A project's own ``DOWNLOAD_DELAY`` (Scrapy's project template sets 1 s) becomes the
+frontier's per-host floor, ``CRAWLER_EXT_POLITENESS_MIN_DELAY``, unless that is set; a project
+that forces AutoThrottle on keeps it, and the scheduler warns once at start. A project that sets
+another ``SCHEDULER`` contradicts the add-on: the crawl stops with one line. ``CRAWLER_EXT_*``
 settings tune it as usual.
 """
 
@@ -40,6 +40,7 @@ _COMPONENTS = [
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.dedup.middleware.ContentDedupMiddleware", 450),
     ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
      None),
+    ("SPIDER_MIDDLEWARES", "crawler_ext.frontier.knownlinks.KnownLinksMiddleware", 50),
     ("ITEM_PIPELINES", "crawler_ext.warc.pipeline.WarcPipeline", 800),
     ("EXTENSIONS", "crawler_ext.statsfile.StatsFile", 0),
     ("EXTENSIONS", "crawler_ext.report.CrawlTimeSeries", 0),
@@ -94,9 +95,10 @@ class Addon:
                 settings.set_in_component_priority_dict(name, load_object(path), order)
         logger.info(
             "crawler_ext add-on: frontier scheduler, Bloom seen set, caching DNS resolver, SSRF "
-            "guard, content dedup, WARC pipeline, stats file and crawl report on; Scrapy's "
-            "RobotsTxtMiddleware, DOWNLOAD_DELAY and AutoThrottle off (the frontier fetches "
-            "robots.txt and paces each host)%s", "".join(f"; {note}" for note in notes + (
+            "guard, content dedup, known-links middleware, WARC pipeline, stats file and crawl "
+            "report on; Scrapy's RobotsTxtMiddleware, DOWNLOAD_DELAY and AutoThrottle off (the "
+            "frontier fetches robots.txt and paces each host)%s",
+            "".join(f"; {note}" for note in notes + (
                 [f"the project's own order kept for {', '.join(kept)}"] if kept else [])))
 
 

@@ -27,9 +27,10 @@ frontier_commit = object()
 #: committing its journal, so nothing not stored is called done; the crawl is being closed.
 storage_failed = object()
 
-#: The frontier scheduler opened.  Argument: ``progress``, a callable returning the frontier's
+#: The frontier scheduler opened.  Arguments: ``progress``, a callable returning the frontier's
 #: figures now: ``queued``, ``bands`` (list, or None for a shared frontier), ``delayed``,
-#: ``active_hosts``, ``in_flight``.  The crawl report samples it.
+#: ``active_hosts``, ``in_flight`` (the crawl report samples it); ``refuse_known``, a callable
+#: (request) -> bool that refuses a known link at once (the known-links spider middleware).
 frontier_opened = object()
 
 #: A request left the downloader and its politeness key was released.  Arguments: ``key``,

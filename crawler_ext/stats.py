@@ -83,9 +83,10 @@ STATS: list[Stat] = [
     Stat(("dedup/fallback/full_text", "dedup/fallback/body_hash"),
          "pages judged on their full visible text (too little main text), or on their exact "
          "body only (too little text at all)"),
-    Stat(("frontier/known_links",),
+    Stat(("frontier/known_links", "frontier/known_links/before_engine"),
          "links refused at once because their exact spelling was recently admitted or found "
-         "seen"),
+         "seen; of them, refused by the known-links spider middleware before the engine's "
+         "round"),
     Stat(("spider/links_invalid/<reason>",),
          "hrefs the reference spider skipped: `scheme`, `bad_url`, `too_long`"),
     Stat(("dedup/hosts_with_duplicates", "dedup/host_rate/<host>"),

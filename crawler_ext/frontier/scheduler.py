@@ -219,7 +219,8 @@ class FrontierScheduler(BaseScheduler):
             sig.connect(self._on_left, signal=signals.request_left_downloader)
             if self.frontier.wait_for_seeds:
                 sig.connect(self._keep_waiting, signal=signals.spider_idle)
-            sig.send_catch_log(frontier_opened, progress=self.progress)
+            sig.send_catch_log(frontier_opened, progress=self.progress,
+                               refuse_known=self.refuse_known)
         self._start_loop(self._flush, self.flush_interval)
         self.lag.start(call_later)
         if self._rules_log is not None:
@@ -359,13 +360,8 @@ class FrontierScheduler(BaseScheduler):
         if request.dont_filter and "redirect_urls" not in request.meta and \
                 "retry_times" not in request.meta:
             request.meta[USER_DONT_FILTER] = True  # the user's own: honoured for its redirects
-        if not request.dont_filter and request.method == "GET":
-            known = self._known.get(raw)
-            if known is not None:
-                self._inc("dupefilter/filtered")
-                self._inc("frontier/known_links")
-                self._rediscovered(request, request.url, known)
-                return False
+        if self._refuse_known(request):
+            return False
         referer = request.headers.get("Referer")
         referer_url = referer.decode("latin-1") if referer else None
         canonical = self.admission.check(request.url, referer_url)
@@ -388,6 +384,28 @@ class FrontierScheduler(BaseScheduler):
             if plain:
                 self._remember_known(raw, fp)
         self._admit(request, canonical, fp, referer_url)
+        return True
+
+    def refuse_known(self, request: Request) -> bool:
+        """True if ``request`` is a link whose exact spelling was recently admitted or found
+        seen: refused (counted, credited as an inlink) as ``enqueue_request`` would, without
+        the engine's round.  The known-links spider middleware asks this."""
+        if self.blocklist.blocked(request.url):
+            return False  # enqueue_request counts it as the blocklist's
+        if self._refuse_known(request):
+            self._inc("frontier/known_links/before_engine")
+            return True
+        return False
+
+    def _refuse_known(self, request: Request) -> bool:
+        if request.dont_filter or request.method != "GET":
+            return False
+        known = self._known.get(request.url)
+        if known is None:
+            return False
+        self._inc("dupefilter/filtered")
+        self._inc("frontier/known_links")
+        self._rediscovered(request, request.url, known)
         return True
 
     def _enqueue_other(self, request: Request, scheme: str) -> bool:
