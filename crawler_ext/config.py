@@ -228,6 +228,9 @@ _SPECS = [
             "Requests in flight at once per politeness key."),
     Setting("CRAWLER_EXT_POLITENESS_MIN_DELAY", 1.0, _number(float, 0),
             "Lower clamp of the adaptive per-host delay, seconds."),
+    Setting("CRAWLER_EXT_REDIS_CLUSTER", False, _bool,
+            "REDIS_URL names a node of a Redis Cluster (also when REDIS_PARAMS' redis_cls is "
+            "redis.cluster.RedisCluster)."),
     Setting("CRAWLER_EXT_REDIS_KEY", "%(spider)s:frontier", str,
             "Prefix of the Redis keys of a distributed crawl (%(spider)s: the spider's name)."),
     Setting("CRAWLER_EXT_REDIS_LEASE_TTL", 60.0, _number(float, 1.0),

@@ -12,7 +12,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -24,13 +26,62 @@ from crawler_ext.frontier.storage import Entry
 from crawler_ext.distributed.bloom import RedisBloom, bloom_geometry
 from testweb import politeness_violations, read_log
 from crawler_ext.admission.urls import fingerprint
+from crawler_ext.distributed.cli import cluster_client
+from testweb.rediscluster import RedisClusterServer, cluster_available
 
 redis_lib = pytest.importorskip("redis")
 REDIS_URL = "redis://127.0.0.1:6379/9"
 
 
+@dataclass
+class Target:
+    """A Redis to crawl against: the single server (database 9) or the Redis Cluster."""
+
+    client: Any
+    url: str
+    cluster: bool
+    server: Any = None  # the RedisClusterServer
+
+    def keys_per_primary(self) -> list[int]:
+        return [redis_lib.Redis(port=p).dbsize() for p in self.server.primary_ports()]
+
+    def settings(self) -> dict:
+        return {"REDIS_URL": self.url, **({"CRAWLER_EXT_REDIS_CLUSTER": True}
+                                          if self.cluster else {})}
+
+    def cli(self) -> list[str]:
+        return ["--redis-url", self.url, *(["--cluster"] if self.cluster else [])]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A real Redis Cluster, 3 primaries + 3 replicas on loopback ports."""
+    if not cluster_available():
+        pytest.skip("redis-server/redis-cli not installed")
+    with RedisClusterServer(tmp_path_factory.mktemp("cluster")) as server:
+        yield server
+
+
+@pytest.fixture(params=["single", "cluster"])
+def target(request) -> Target:
+    if request.param == "single":
+        client = redis_lib.Redis.from_url(REDIS_URL)
+        try:
+            client.ping()
+        except redis_lib.ConnectionError:
+            pytest.fail("Redis does not answer on 127.0.0.1:6379 (.ci/run starts one)")
+        result = Target(client, REDIS_URL, False)
+    else:
+        server = request.getfixturevalue("cluster")
+        result = Target(cluster_client(server.url), server.url, True, server)
+    result.client.flushdb()
+    yield result
+    result.client.flushdb()
+
+
 @pytest.fixture
-def redis():
+def single_redis():
+    """The single Redis (database 9), flushed, for the tests that do not run on the cluster."""
     client = redis_lib.Redis.from_url(REDIS_URL)
     try:
         client.ping()
@@ -39,6 +90,13 @@ def redis():
     client.flushdb()
     yield client
     client.flushdb()
+
+
+@pytest.fixture
+def redis(target: Target):
+    """The client of ``target``: every script must keep its keys in one slot (a CROSSSLOT
+    error fails the cluster's run)."""
+    return target.client
 
 
 def test_bloom_blocks_test_and_set_atomically_with_its_false_positive_rate(redis) -> None:
@@ -146,8 +204,9 @@ def test_close_gives_back_unfetched_leases_at_once(redis) -> None:
 
 
 def _worker(web, workdir: Path, n: int, extra: dict | None = None,
-            pythonpath: str = str(ROOT)) -> subprocess.Popen:
+            pythonpath: str = str(ROOT), target: Target | None = None) -> subprocess.Popen:
     settings = {"CRAWLER_EXT_FRONTIER_BACKEND": "redis", "REDIS_URL": REDIS_URL,
+                **(target.settings() if target is not None else {}),
                 "CRAWLER_EXT_HOSTS": web.hosts_setting,
                 "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
                 "CRAWLER_EXT_WARC_DIR": str(workdir / f"warcs{n}"),
@@ -175,23 +234,25 @@ def _kill_all(workers: list[subprocess.Popen]) -> None:
 
 
 def test_three_workers_one_killed_fetch_every_page_once_and_stay_polite(
-        redis, testweb_factory, tmp_path: Path) -> None:
+        target: Target, testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=30, pages=12, hazards=False)
     pushed = subprocess.run(
-        [sys.executable, "-m", "crawler_ext.distributed", "--redis-url", REDIS_URL,
+        [sys.executable, "-m", "crawler_ext.distributed", *target.cli(),
          "push-seeds", str(web.seeds_path)], capture_output=True, text=True, cwd=ROOT)
     assert pushed.returncode == 0 and "pushed 30 seeds" in pushed.stdout, pushed.stderr
-    workers = [_worker(web, tmp_path, n) for n in range(3)]
+    workers = [_worker(web, tmp_path, n, target=target) for n in range(3)]
     try:
-        _crawl_with_a_kill(web, tmp_path, workers)
+        _crawl_with_a_kill(web, tmp_path, workers, target.client)
     finally:
         _kill_all(workers)
+    if target.cluster:  # the crawl's keys are spread over every primary of the cluster
+        assert all(n > 3 for n in target.keys_per_primary()), target.keys_per_primary()
 
 
-def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen]) -> None:
+def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen],
+                       client: Any) -> None:
     expected = len(web.truth()["pages"])
     deadline = time.time() + 120
-    client = redis_lib.Redis.from_url(REDIS_URL)
     victim = f":{workers[0].pid}:".encode()
 
     def victim_holds_leases() -> bool:
@@ -226,12 +287,13 @@ def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen]) -> 
     assert politeness_violations(log, 0.5) == []
     assert any(e.start > killed_at for e in log)  # the others went on after the kill
     # the crawl's totals in scrapy-redis's stats hash: the two workers that finished
-    totals = redis_lib.Redis.from_url(REDIS_URL).hgetall("web:stats")
+    totals = client.hgetall("web:stats")
     assert int(totals[b"workers_finished"]) == 2
     assert float(totals[b"frontier/dispatched"]) == sum(s["frontier/dispatched"] for s in stats)
 
 
-def test_workers_share_the_content_index(redis, testweb_factory, tmp_path: Path) -> None:
+def test_workers_share_the_content_index(single_redis, testweb_factory,
+                                         tmp_path: Path) -> None:
     # host 8 mirrors host 0: a copy one worker fetches is recognised against the original
     # another worker fetched (the index is shared through Redis)
     web = testweb_factory(hosts=10, pages=6)
@@ -345,7 +407,7 @@ time.time = lambda: _real_time() + OFFSET
 
 @pytest.mark.slow
 def test_workers_whose_clocks_are_ten_minutes_off_stay_polite_and_fetch_once(
-        redis, testweb_factory, tmp_path: Path) -> None:
+        single_redis, testweb_factory, tmp_path: Path) -> None:
     """Worker 0's clock runs 10 minutes ahead, worker 1's 10 minutes behind: the frontier
     times leases and next allowed fetches on Redis's clock, so neither matters."""
     web = testweb_factory(hosts=20, pages=10, hazards=False)
@@ -381,7 +443,7 @@ def test_one_log_line_per_redis_outage_for_all_components(caplog) -> None:
     assert health_of(client) is health_of(redis_lib.Redis(host="127.0.0.1", port=1, db=3))
     assert health_of(client).name == "127.0.0.1:1/3"
     clock = iter([10.0, 42.5, 100.0, 101.0]).__next__
-    health = RedisHealth("r", clock=clock)
+    health = RedisHealth("r", clock=clock, settle=0)
     with caplog.at_level(logging.INFO, logger="crawler_ext.distributed.health"):
         health.answered()  # nothing to say while Redis answers
         for component in ("frontier exchange", "shared log rules", "frontier exchange"):
@@ -395,3 +457,74 @@ def test_one_log_line_per_redis_outage_for_all_components(caplog) -> None:
     assert lines[0].startswith("Redis r is unreachable (frontier exchange: Connection refused)")
     assert lines[1] == "Redis r answers again after 32 s (3 failed exchanges); resuming"
     assert "shared log docs: Timeout" in lines[2] and health.outages == 2
+
+
+def test_a_flapping_cluster_failover_is_one_outage(caplog) -> None:
+    """Failing over, a cluster answers one component while another still fails, and a node
+    refuses again: one ERROR line, and one INFO line once all answered for ``settle`` s."""
+    import logging
+
+    from crawler_ext.distributed.health import RedisHealth
+
+    now = [0.0]
+    health = RedisHealth("c", clock=lambda: now[0], settle=5.0)
+    with caplog.at_level(logging.INFO, logger="crawler_ext.distributed.health"):
+        health.failed("frontier exchange", "Connection refused")
+        now[0] = 0.5
+        health.answered("shared log docs")  # another node answers: not over
+        health.answered("frontier exchange")  # calm from 0.5 s
+        now[0] = 1.0
+        health.failed("frontier exchange", "Connection refused")  # the same outage
+        for t in (1.5, 3.0, 6.0):
+            now[0] = t
+            health.answered("frontier exchange")
+        now[0] = 6.6
+        health.answered("frontier exchange")  # 5.1 s calm since 1.5 s
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert lines[1] == "Redis c answers again after 2 s (2 failed exchanges); resuming"
+    assert health.outages == 1
+
+
+@pytest.mark.slow
+def test_a_cluster_primary_killed_mid_crawl_fails_over_without_losing_a_url(
+        testweb_factory, tmp_path: Path) -> None:
+    """kill -9 of a Redis Cluster primary during a 3-worker crawl: its replica takes over, the
+    workers log the outage once and retry; every page is fetched, politely, and a page is
+    fetched twice only where a lease was in flight."""
+    if not cluster_available():
+        pytest.skip("redis-server/redis-cli not installed")
+    web = testweb_factory(hosts=30, pages=12, hazards=False)
+    with RedisClusterServer(tmp_path / "cluster") as server:
+        target = Target(cluster_client(server.url), server.url, True, server)
+        pushed = subprocess.run(
+            [sys.executable, "-m", "crawler_ext.distributed", *target.cli(), "push-seeds",
+             str(web.seeds_path)], capture_output=True, text=True, cwd=ROOT)
+        assert pushed.returncode == 0, pushed.stderr
+        workers = [_worker(web, tmp_path, n, target=target) for n in range(3)]
+        try:
+            expected = len(web.truth()["pages"])
+            deadline = time.time() + 120
+            while len(read_log(web.log_path)) < expected // 3 and time.time() < deadline:
+                time.sleep(0.05)
+            killed = server.kill_primary()
+            killed_at = time.time()
+            _wait_all(workers, tmp_path, timeout=240)
+        finally:
+            _kill_all(workers)
+        assert killed not in server.alive()
+        server.wait_ok()  # the replica serves the dead primary's slots
+    log = read_log(web.log_path)
+    fetched = Counter((e.host, e.path) for e in log)
+    pages = {(url.split("//", 1)[1].split(":")[0], "/" + url.split("/", 3)[3])
+             for url in web.truth()["pages"]}
+    assert pages <= set(fetched), sorted(pages - set(fetched))[:10]
+    assert any(e.start > killed_at + 1 for e in log)  # the crawl went on after the failover
+    assert politeness_violations(log, 0.5) == []
+    stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(3)]
+    expired = sum(s.get("frontier/redis/leases_expired", 0) for s in stats)
+    twice = {k: v for k, v in fetched.items() if v > 1 and k[1] != "/robots.txt"}
+    assert len(twice) <= expired, (twice, expired)
+    for n in range(3):
+        text = (tmp_path / f"worker{n}.log").read_text()
+        assert text.count("is unreachable") <= 1, text[-3000:]

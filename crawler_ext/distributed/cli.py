@@ -26,10 +26,27 @@ DEFAULT_URL = "redis://127.0.0.1:6379/0"
 
 def redis_from_settings(settings: Any) -> Any:
     """The Redis client of a distributed crawl: scrapy-redis's connection settings
-    (``REDIS_URL``, ``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``)."""
+    (``REDIS_URL``, ``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``); a Redis Cluster client
+    with ``CRAWLER_EXT_REDIS_CLUSTER`` (or ``REDIS_PARAMS``' ``redis_cls`` a cluster class)."""
     from scrapy_redis.connection import get_redis_from_settings
 
+    from crawler_ext import config
+
+    params = dict(settings.getdict("REDIS_PARAMS") or {}) if hasattr(settings, "getdict") \
+        else dict(settings.get("REDIS_PARAMS") or {})
+    redis_cls = params.get("redis_cls")
+    cls_name = redis_cls if isinstance(redis_cls, str) else getattr(redis_cls, "__name__", "")
+    if config.get(settings, "CRAWLER_EXT_REDIS_CLUSTER") or str(cls_name).endswith("RedisCluster"):
+        return cluster_client(settings.get("REDIS_URL") or
+                              f"redis://{settings.get('REDIS_HOST', '127.0.0.1')}:"
+                              f"{settings.get('REDIS_PORT', 6379)}", params)
     return get_redis_from_settings(settings)
+
+
+def cluster_client(url: str, params: dict[str, Any] | None = None) -> Any:
+    from crawler_ext.distributed.cluster import ClusterClient, cluster_params
+
+    return ClusterClient.from_url(url, **cluster_params(params or {}))
 
 
 def crawl_prefix(settings: Any, spider: str) -> str:
@@ -90,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m crawler_ext.distributed",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--redis-url", default=DEFAULT_URL)
+    parser.add_argument("--cluster", action="store_true",
+                        help="--redis-url names a node of a Redis Cluster")
     parser.add_argument("--spider", default="web", help="the spider's name (key prefix)")
     parser.add_argument("--key", default=None, help="CRAWLER_EXT_REDIS_KEY, if changed")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -104,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
     prefix, seeds_key = _keys(args.spider, args.key)
     try:
-        client = redis_lib.Redis.from_url(args.redis_url)
+        client = (cluster_client(args.redis_url) if args.cluster
+                  else redis_lib.Redis.from_url(args.redis_url))
         client.ping()
     except (redis_lib.RedisError, ValueError) as exc:
         print(f"crawler_ext.distributed: Redis at {args.redis_url}: {exc}", file=sys.stderr)

@@ -433,7 +433,10 @@ class RedisFrontier:
             rejected = {id(item) for (_, item), is_new in zip(checks, new) if not is_new}
             filtered = len(rejected)
             for op in ops.values():
-                op.push = [item for item in op.push if id(item) not in rejected]
+                # the seen set now holds the new ones as this worker's: if their push fails
+                # they are pushed again unchecked (checked again, they would be lost)
+                op.push = [(item[0], False, *item[2:]) for item in op.push  # type: ignore
+                           if id(item) not in rejected]
         pipe = self.redis.pipeline(transaction=False)
         shards = range(self.shards) if any(take) or counts.get("reap") else list(ops)
         for n in shards:
@@ -456,11 +459,19 @@ class RedisFrontier:
             self._claim(keys=self._claim_keys, args=[counts["seeds"], self.worker,
                                                      self.lease_ttl], client=pipe)
             commands += 1
-        results = pipe.execute() if commands else []
+        # a script that fails (a cluster node failing over) fails its shard alone: its work
+        # goes back to the outbox, the other shards' results count
+        results = pipe.execute(raise_on_error=False) if commands else []
         out: dict[str, Any] = {"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
                                "pushed": len(pushes) - filtered, "commands": commands,
-                               "remote": {}, "seeds": [], "seeds_waiting": None}
+                               "remote": {}, "seeds": [], "seeds_waiting": None,
+                               "failed": {}, "error": None}
         for n, result in zip(shards, results):
+            if isinstance(result, Exception):
+                out["failed"][n] = ops.get(n) or _Ops()
+                out["error"] = f"{type(result).__name__}: {result}"
+                out["pushed"] -= len(out["failed"][n].push)
+                continue
             outstanding, expired, lost, taken = result
             out["remote"][n] = int(outstanding)
             out["expired"] += int(expired)
@@ -469,13 +480,15 @@ class RedisFrontier:
                 key = taken[i].decode("utf-8", "surrogatepass")
                 rid = int(taken[i + 1])
                 out["taken"].append((key, rid * self.shards + n, taken[i + 2], taken[i + 3]))
-        if counts.get("seeds"):
+        if counts.get("seeds") and not isinstance(results[-1], Exception):
             popped, waiting, claims = results[-1]
             out["seeds"] = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s
                             for s in (popped or [])]
             out["seeds_waiting"] = int(waiting) + int(claims)
-        if not results or len(shards) < self.shards:
+        if not results or len(shards) < self.shards or out["failed"]:
             out["remote"] = None if final else out["remote"]
+        if final and out["failed"]:
+            raise RuntimeError(out["error"])
         return out
 
     def _exchanged(self, out: dict[str, Any]) -> None:
@@ -483,7 +496,12 @@ class RedisFrontier:
         if self._closed:
             return
         now = time.time()
-        self._health.answered()
+        if out["failed"]:
+            self._requeue(out["failed"])
+            self._stat("frontier/redis/errors", 1)
+            self._health.failed("frontier exchange", out["error"])
+        else:
+            self._health.answered("frontier exchange")
         self._exchanged_at = now
         self._idle = not out["taken"] and not out["seeds"]
         self._stat("frontier/redis/exchanges", 1)
@@ -523,6 +541,12 @@ class RedisFrontier:
     def _exchange_failed(self, failure: Any, ops: dict[int, _Ops]) -> None:
         """Redis unreachable (or a script error): keep everything for the next exchange."""
         self._syncing = False
+        self._requeue(ops)
+        self._stat("frontier/redis/errors", 1)
+        self._health.failed("frontier exchange", failure.getErrorMessage())
+
+    def _requeue(self, ops: dict[int, _Ops]) -> None:
+        """Work of shards whose exchange failed, back for the next one."""
         for op in ops.values():
             for entry, check, _, due in op.push:  # type: ignore[misc]
                 self._outbox.append((entry, check, due))
@@ -533,6 +557,4 @@ class RedisFrontier:
             for member in op.done:
                 rid, _, key = member.partition("|")
                 self._done.append((int(rid) * self.shards + shard_of(key, self.shards), key))
-        self._stat("frontier/redis/errors", 1)
-        self._health.failed("frontier exchange", failure.getErrorMessage())
 

@@ -72,7 +72,7 @@ class SharedLog:
 
     def _received(self, items: list[bytes]) -> None:
         self._busy = False
-        self._health.answered()
+        self._health.answered(f"shared log {self.key}")
         self._stat(f"shared/{self._name}/commands", 2)
         self._offset += len(items)
         prefix = self.worker + _SEP

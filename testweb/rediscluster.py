@@ -1,0 +1,128 @@
+"""A real Redis Cluster on loopback for the tests and benchmarks: 3 primaries + 3 replicas,
+``redis-server --cluster-enabled yes`` and ``redis-cli --cluster create``.
+
+    with RedisClusterServer(workdir) as cluster:
+        cluster.url            # redis://127.0.0.1:<port> of one node
+        cluster.kill_primary() # failover: the primary of a slot dies, its replica takes over
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["RedisClusterServer", "cluster_available"]
+
+
+def cluster_available() -> bool:
+    return bool(shutil.which("redis-server") and shutil.which("redis-cli"))
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` loopback ports, each with its cluster bus port (+10000) free too."""
+    ports: list[int] = []
+    while len(ports) < n:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port > 50000 or port in ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        ports.append(port)
+    return ports
+
+
+class RedisClusterServer:
+    def __init__(self, workdir: str | Path, primaries: int = 3, replicas: int = 1,
+                 node_timeout_ms: int = 1000) -> None:
+        self.dir = Path(workdir)
+        self.primaries = primaries
+        self.replicas = replicas
+        self.node_timeout_ms = node_timeout_ms
+        self.ports: list[int] = []
+        self.procs: dict[int, subprocess.Popen] = {}
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.alive()[0]}"
+
+    def alive(self) -> list[int]:
+        return [p for p, proc in self.procs.items() if proc.poll() is None]
+
+    def _cli(self, port: int, *args: str, timeout: float = 30) -> str:
+        out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), *args],
+                             capture_output=True, text=True, timeout=timeout)
+        return out.stdout
+
+    def start(self) -> RedisClusterServer:
+        self.ports = _free_ports(self.primaries * (1 + self.replicas))
+        for port in self.ports:
+            node = self.dir / str(port)
+            node.mkdir(parents=True, exist_ok=True)
+            self.procs[port] = subprocess.Popen(
+                ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                 "--cluster-node-timeout", str(self.node_timeout_ms), "--save", "",
+                 "--appendonly", "no", "--dir", str(node)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        for port in self.ports:
+            while self._cli(port, "ping").strip() != "PONG":
+                if time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"redis-server on port {port} did not start")
+                time.sleep(0.05)
+        create = subprocess.run(
+            ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports),
+             "--cluster-replicas", str(self.replicas), "--cluster-yes"],
+            capture_output=True, text=True, timeout=60)
+        if create.returncode != 0:
+            self.stop()
+            raise RuntimeError(f"redis-cli --cluster create failed: {create.stdout[-1000:]}")
+        self.wait_ok()
+        return self
+
+    def wait_ok(self, timeout: float = 30) -> None:
+        """Until every live node sees the cluster as ok with all slots served."""
+        deadline = time.time() + timeout
+        while True:
+            infos = [self._cli(p, "cluster", "info") for p in self.alive()]
+            if all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos):
+                return
+            if time.time() > deadline:
+                raise RuntimeError("the Redis Cluster did not become ok")
+            time.sleep(0.1)
+
+    def primary_ports(self) -> list[int]:
+        ports = []
+        for line in self._cli(self.alive()[0], "cluster", "nodes").splitlines():
+            fields = line.split()
+            if len(fields) > 2 and "master" in fields[2] and "fail" not in fields[2]:
+                ports.append(int(fields[1].split("@")[0].rsplit(":", 1)[1]))
+        return sorted(ports)
+
+    def kill_primary(self, port: int | None = None) -> int:
+        """kill -9 one primary (the first, or ``port``); its replica is promoted."""
+        port = port if port is not None else self.primary_ports()[0]
+        self.procs[port].kill()
+        self.procs[port].wait()
+        return port
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def __enter__(self) -> RedisClusterServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
