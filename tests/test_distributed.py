@@ -204,7 +204,8 @@ def test_close_gives_back_unfetched_leases_at_once(redis) -> None:
 
 
 def _worker(web, workdir: Path, n: int, extra: dict | None = None,
-            pythonpath: str = str(ROOT), target: Target | None = None) -> subprocess.Popen:
+            pythonpath: str = str(ROOT), target: Target | None = None,
+            args: tuple[str, ...] = ()) -> subprocess.Popen:
     settings = {"CRAWLER_EXT_FRONTIER_BACKEND": "redis", "REDIS_URL": REDIS_URL,
                 **(target.settings() if target is not None else {}),
                 "CRAWLER_EXT_HOSTS": web.hosts_setting,
@@ -213,7 +214,7 @@ def _worker(web, workdir: Path, n: int, extra: dict | None = None,
                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.5, "CRAWLER_EXT_POLITENESS_MAX_DELAY": 0.5,
                 "CRAWLER_EXT_REDIS_LEASE_TTL": 3, "CONCURRENT_REQUESTS": 8,
                 "CRAWLER_EXT_STATS_FILE": str(workdir / f"stats{n}.json"), **(extra or {})}
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-O",
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "web", *args, "-O",
            f"{workdir / f'items{n}.jsonl'}:jsonlines"]
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
@@ -528,3 +529,50 @@ def test_a_cluster_primary_killed_mid_crawl_fails_over_without_losing_a_url(
     for n in range(3):
         text = (tmp_path / f"worker{n}.log").read_text()
         assert text.count("is unreachable") <= 1, text[-3000:]
+
+
+def test_four_workers_fetch_no_url_twice(target: Target, testweb_factory,
+                                         tmp_path: Path) -> None:
+    """Four workers, every one also given the seeds on its command line (as a user might):
+    no URL (robots.txt included) is fetched twice, and no host faster than its delay."""
+    web = testweb_factory(hosts=24, pages=10, hazards=False)
+    subprocess.run([sys.executable, "-m", "crawler_ext.distributed", *target.cli(),
+                    "push-seeds", str(web.seeds_path)], check=True, cwd=ROOT,
+                   capture_output=True)
+    workers = [_worker(web, tmp_path, n, target=target, args=("-a", f"seeds={web.seeds_path}"))
+               for n in range(4)]
+    try:
+        _wait_all(workers, tmp_path)
+    finally:
+        _kill_all(workers)
+    log = read_log(web.log_path)
+    fetched = Counter((e.host, e.path) for e in log)
+    pages = {(url.split("//", 1)[1].split(":")[0], "/" + url.split("/", 3)[3])
+             for url in web.truth()["pages"]}
+    assert pages <= set(fetched), sorted(pages - set(fetched))[:10]
+    stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(4)]
+    assert sum(s.get("frontier/redis/leases_expired", 0) for s in stats) == 0
+    assert {k: v for k, v in fetched.items() if v > 1} == {}
+    assert politeness_violations(log, 0.5) == []
+    assert sum(1 for s in stats if s.get("frontier/dispatched", 0) > 0) >= 3
+
+
+def test_a_host_budget_holds_across_workers(target: Target, testweb_factory,
+                                            tmp_path: Path) -> None:
+    """CRAWLER_EXT_HOST_PAGE_BUDGET is counted in Redis with the push: four workers together
+    admit (and fetch) at most B pages of a host, not 4 x B."""
+    budget = 3
+    web = testweb_factory(hosts=12, pages=10, hazards=False)
+    subprocess.run([sys.executable, "-m", "crawler_ext.distributed", *target.cli(),
+                    "push-seeds", str(web.seeds_path)], check=True, cwd=ROOT,
+                   capture_output=True)
+    workers = [_worker(web, tmp_path, n, target=target,
+                       extra={"CRAWLER_EXT_HOST_PAGE_BUDGET": budget}) for n in range(4)]
+    try:
+        _wait_all(workers, tmp_path)
+    finally:
+        _kill_all(workers)
+    pages = Counter(e.host for e in read_log(web.log_path) if e.path != "/robots.txt")
+    assert len(pages) == 12 and max(pages.values()) == budget, pages
+    stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(4)]
+    assert sum(s.get("admission/rejected/host_budget", 0) for s in stats) > 0

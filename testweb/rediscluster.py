@@ -70,7 +70,8 @@ class RedisClusterServer:
                 ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
                  "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                  "--cluster-node-timeout", str(self.node_timeout_ms), "--save", "",
-                 "--appendonly", "no", "--dir", str(node)],
+                 "--appendonly", "no", "--repl-diskless-sync-delay", "0",
+                 "--dir", str(node)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 20
         for port in self.ports:
@@ -90,11 +91,18 @@ class RedisClusterServer:
         return self
 
     def wait_ok(self, timeout: float = 30) -> None:
-        """Until every live node sees the cluster as ok with all slots served."""
+        """Until every live node sees the cluster as ok with all slots served, and every
+        primary that has a live replica has it in sync (``WAIT`` counts only those)."""
         deadline = time.time() + timeout
         while True:
             infos = [self._cli(p, "cluster", "info") for p in self.alive()]
-            if all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos):
+            ok = all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos)
+            if ok:
+                replication = [self._cli(p, "info", "replication")
+                               for p in self.primary_ports()]
+                ok = all("state=online" in r for r in replication
+                         if "connected_slaves:0" not in r)
+            if ok:
                 return
             if time.time() > deadline:
                 raise RuntimeError("the Redis Cluster did not become ok")

@@ -30,7 +30,7 @@ class DirectPipeline:
     ``REPLICA_WAIT_MS``) until a replica of each node written holds the writes, so a primary
     that dies after answering does not take acknowledged work with it."""
 
-    REPLICA_WAIT_MS = 100
+    REPLICA_WAIT_MS = 50
 
     def __init__(self, client: RedisCluster) -> None:
         self._client = client

@@ -40,6 +40,7 @@ import itertools
 import json
 import logging
 import os
+import pickle
 import socket
 import struct
 import threading
@@ -52,7 +53,9 @@ from typing import Any
 
 from twisted.internet import threads
 
+from crawler_ext.admission.urls import host_of
 from crawler_ext.config import ConfigError
+from crawler_ext.frontier.codec import entry_url
 from crawler_ext.frontier.core import DROP, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
@@ -93,6 +96,14 @@ _LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
 # hash and their expiry set (hash-tagged with the list's name: one slot).  ARGV: count,
 # worker, ttl.  Returns popped seeds, seeds left, claims open.
 _LUA_CLAIM = lua("seeds_claim.lua")
+
+
+def _host_of_entry(entry: Entry) -> str:
+    """The host (with its port) of an entry's URL, as admission's budget counts it."""
+    try:
+        return host_of(entry_url(entry.data))
+    except (ValueError, KeyError, pickle.UnpicklingError):
+        return ""
 
 
 def shard_of(key: str, shards: int) -> int:
@@ -149,6 +160,7 @@ class RedisFrontier:
         stats_key: str | None = None,
         wait_for_seeds: bool = False,
         on_stat: Callable[[str, float], None] | None = None,
+        host_budget: int = 0,
     ) -> None:
         self.redis = redis
         self.prefix = prefix
@@ -165,6 +177,7 @@ class RedisFrontier:
         self.seeds_key = seeds_key
         self.stats_key = stats_key
         self.wait_for_seeds = wait_for_seeds
+        self.host_budget = host_budget  # CRAWLER_EXT_HOST_PAGE_BUDGET, held across workers
         self.max_in_flight = 1  # a leased key is fetched by one worker, one request at a time
         self.parked: dict[str, float] = {}  # the shared frontier does not park (yet)
         # who holds a lease, as `status` shows it: host, process, and a nonce for restarts
@@ -443,11 +456,14 @@ class RedisFrontier:
             op = ops.get(n) or _Ops()
             args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
                                len(op.push), len(op.release) // 4, len(op.done), len(op.renew),
-                               len(op.renew_keys), *take, int(counts.get("reap", 0))]
+                               len(op.renew_keys), *take, int(counts.get("reap", 0)),
+                               self.host_budget]
             now = time.time()
             for entry, _, blob, due in op.push:  # type: ignore[misc]
                 delay = "" if due is None else repr(round(max(0.0, due - now), 3))
-                args += [entry.key, entry.band, delay, blob]
+                # a new URL counts against its host's budget (a delayed refresh does not)
+                host = _host_of_entry(entry) if self.host_budget and due is None else ""
+                args += [entry.key, entry.band, delay, blob, host]
             args += op.release + op.done + op.renew + op.renew_keys
             self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
             commands += 1
@@ -465,14 +481,16 @@ class RedisFrontier:
         out: dict[str, Any] = {"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
                                "pushed": len(pushes) - filtered, "commands": commands,
                                "remote": {}, "seeds": [], "seeds_waiting": None,
-                               "failed": {}, "error": None}
+                               "failed": {}, "error": None, "over": 0}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
                 out["failed"][n] = ops.get(n) or _Ops()
                 out["error"] = f"{type(result).__name__}: {result}"
                 out["pushed"] -= len(out["failed"][n].push)
                 continue
-            outstanding, expired, lost, taken = result
+            outstanding, expired, lost, taken, over = result
+            out["over"] += int(over)
+            out["pushed"] -= int(over)
             out["remote"][n] = int(outstanding)
             out["expired"] += int(expired)
             out["lost"] += int(lost)
@@ -510,6 +528,8 @@ class RedisFrontier:
             self._stat("dupefilter/redis/filtered", out["filtered"])
         if out["pushed"]:
             self._stat("frontier/redis/pushed", out["pushed"])
+        if out["over"]:  # over the host's budget, counted by all workers together
+            self._stat("admission/rejected/host_budget", out["over"])
         if out["expired"]:
             self._stat("frontier/redis/leases_expired", out["expired"])
         if out["lost"]:

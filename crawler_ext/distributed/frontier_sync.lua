@@ -4,18 +4,33 @@ local n_renew, n_renew_keys = tonumber(ARGV[8]), tonumber(ARGV[9])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local total = tonumber(ARGV[10 + nb])
-local i = 12 + nb
--- admitted entries: [key, band, delay ('' or seconds from now), blob]
+local budget = tonumber(ARGV[12 + nb])
+local i = 13 + nb
+-- admitted entries: [key, band, delay ('' or seconds from now), blob, host ('': uncounted)];
+-- a host's admissions by all workers are counted here and held to the budget (0: none)
+local over = 0
 for _ = 1, n_push do
   local key, band, delay, blob = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
-  i = i + 4
-  local id = redis.call('INCR', P..':id')
-  redis.call('HSET', P..':e', id, blob)
-  if delay ~= '' then
-    redis.call('ZADD', P..':d', now + tonumber(delay), id..'|'..key)
-  else
-    redis.call('ZADD', P..':q:'..key, string.byte(blob, 2) * RANK + band * SCALE + id, id)
-    ready(P, key)
+  local host = ARGV[i + 4]
+  i = i + 5
+  local admit = true
+  if budget > 0 and host ~= '' then
+    if tonumber(redis.call('HGET', P..':budget', host) or '0') >= budget then
+      over = over + 1
+      admit = false
+    else
+      redis.call('HINCRBY', P..':budget', host, 1)
+    end
+  end
+  if admit then
+    local id = redis.call('INCR', P..':id')
+    redis.call('HSET', P..':e', id, blob)
+    if delay ~= '' then
+      redis.call('ZADD', P..':d', now + tonumber(delay), id..'|'..key)
+    else
+      redis.call('ZADD', P..':q:'..key, string.byte(blob, 2) * RANK + band * SCALE + id, id)
+      ready(P, key)
+    end
   end
 end
 -- delayed entries whose time has come join their key's queue
@@ -116,4 +131,4 @@ for pass = 1, 2 do
   end
  end
 end
-return {redis.call('HLEN', P..':e'), expired, lost, out}
+return {redis.call('HLEN', P..':e'), expired, lost, out, over}
