@@ -2,6 +2,7 @@
 
     python benchmarks/run.py [politeness] [priority] [scale] [seen] [dedup] [warc] [distributed]
                              [realsites] [hostile] [engines] [scale50] [cpu]
+                             [distributed_scale]
                              [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
@@ -726,6 +727,78 @@ def bench_distributed(quick: bool) -> None:
     client.flushdb()
 
 
+def _redis_totals(clients: list) -> tuple[float, int, int]:
+    """CPU seconds, bytes in and out, and commands of one or more Redis servers so far."""
+    cpu = net = calls = 0
+    for c in clients:
+        info = c.info()
+        cpu += info["used_cpu_sys"] + info["used_cpu_user"]
+        net += info["total_net_input_bytes"] + info["total_net_output_bytes"]
+        calls += _redis_calls(c)
+    return cpu, net, calls
+
+
+def bench_distributed_scale(quick: bool) -> None:
+    """1, 2, 4 and 8 workers on one Redis, 16 and 128 shards, and a 3+3 Redis Cluster: pages/s,
+    and Redis commands, bytes and CPU per fetched page (the capacity model's inputs)."""
+    import redis as redis_lib
+
+    from crawler_ext.distributed.cli import cluster_client
+    from testweb.rediscluster import RedisClusterServer
+
+    hosts, pages, delay = (60, 8, 0.25) if quick else (160, 12, 0.25)
+    single = redis_lib.Redis.from_url(BENCH_REDIS)
+    runs = [(n, 16, "one Redis") for n in (1, 2, 4, 8)] + [(4, 128, "one Redis"),
+                                                           (4, 16, "cluster 3+3")]
+    rows = []
+    base = None
+    for n, shards, where in runs:
+        with tempfile.TemporaryDirectory() as tmp:
+            cluster = None
+            if where.startswith("cluster"):
+                cluster = RedisClusterServer(Path(tmp) / "cluster").start()
+                client = cluster_client(cluster.url)
+                nodes = [redis_lib.Redis(port=p) for p in cluster.ports]
+                url, extra = cluster.url, {"CRAWLER_EXT_REDIS_CLUSTER": True}
+            else:
+                single.flushdb()
+                client, nodes, url, extra = single, [single], BENCH_REDIS, {}
+            try:
+                with TestWebServer(hosts=hosts, pages=pages, hazards=False, latency=0.01,
+                                   workdir=Path(tmp) / "web") as web:
+                    client.rpush("web:start_urls", *web.seeds_path.read_text().split())
+                    cpu0, net0, calls0 = _redis_totals(nodes)
+                    started = time.time()
+                    stats = _workers(web, n, {
+                        "ROBOTSTXT_OBEY": False, "CONCURRENT_REQUESTS": 64,
+                        "CRAWLER_EXT_FRONTIER_BACKEND": "redis", "REDIS_URL": url,
+                        "CRAWLER_EXT_REDIS_SHARDS": shards,
+                        "CRAWLER_EXT_POLITENESS_MIN_DELAY": delay,
+                        "CRAWLER_EXT_POLITENESS_LATENCY_FACTOR": 0, **extra}, Path(tmp), False)
+                    wall = time.time() - started
+                    cpu1, net1, calls1 = _redis_totals(nodes)
+                    log = read_log(web.log_path)
+            finally:
+                if cluster is not None:
+                    cluster.stop()
+        fetched = Counter((e.host, e.path) for e in log)
+        span = max(e.end for e in log) - min(e.start for e in log)
+        rate = len(log) / span
+        base = base or rate
+        done = max(1, len(log))
+        rows.append([n, shards, where, len(fetched), sum(v - 1 for v in fetched.values()),
+                     len(politeness_violations(log, delay)), round(wall, 1), rate, rate / base,
+                     (calls1 - calls0) / done, (net1 - net0) / done,
+                     (cpu1 - cpu0) / done * 1e6,
+                     sum(1 for s in stats if s.get("frontier/dispatched", 0) > 0)])
+    table(f"Distributed scale: {hosts} hosts x {pages} pages, delay {delay} s, N workers on "
+          f"this 2-core machine (workers, Redis and the test web share its 2 cores)",
+          ["workers", "shards", "Redis", "pages", "fetched twice", "politeness violations",
+           "wall s", "pages/s", "vs 1 worker", "Redis commands / page", "Redis bytes / page",
+           "Redis CPU us / page", "workers that fetched"], rows)
+    single.flushdb()
+
+
 def _redis_memory(client, quick: bool) -> None:
     """Redis memory per queued URL and per host of the shared frontier and seen set."""
     from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
@@ -1153,7 +1226,8 @@ BENCHES = {"politeness": bench_politeness, "priority": bench_priority, "scale": 
            "seen": bench_seen, "dedup": bench_dedup, "warc": bench_warc,
            "distributed": bench_distributed, "realsites": bench_realsites,
            "hostile": bench_hostile, "engines": bench_engines,
-           "scale50": bench_scale50, "cpu": bench_cpu}
+           "scale50": bench_scale50, "cpu": bench_cpu,
+           "distributed_scale": bench_distributed_scale}
 
 
 def main() -> int:
