@@ -38,6 +38,8 @@ _SETTINGS = {
 _COMPONENTS = [
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.hosts.netguard.NetworkGuardMiddleware", 10),
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.dedup.middleware.ContentDedupMiddleware", 450),
+    # off unless CRAWLER_EXT_RECRAWL_ENABLED
+    ("DOWNLOADER_MIDDLEWARES", "crawler_ext.recrawl.middleware.RecrawlMiddleware", 440),
     ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
      None),
     ("SPIDER_MIDDLEWARES", "crawler_ext.frontier.knownlinks.KnownLinksMiddleware", 50),

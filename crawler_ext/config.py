@@ -228,6 +228,15 @@ _SPECS = [
             "Requests in flight at once per politeness key."),
     Setting("CRAWLER_EXT_POLITENESS_MIN_DELAY", 1.0, _number(float, 0),
             "Lower clamp of the adaptive per-host delay, seconds."),
+    Setting("CRAWLER_EXT_RECRAWL_ENABLED", False, _bool,
+            "Continuous crawling: fetch every HTML page again when its estimated change rate "
+            "says so (conditional GET); the crawl runs until stopped."),
+    Setting("CRAWLER_EXT_RECRAWL_MAX_INTERVAL", 604_800.0, _number(float, 1.0),
+            "Longest time, in seconds, before a page is fetched again (recrawl mode)."),
+    Setting("CRAWLER_EXT_RECRAWL_MIN_INTERVAL", 300.0, _number(float, 0.1),
+            "Shortest time, in seconds, between two fetches of a page (recrawl mode)."),
+    Setting("CRAWLER_EXT_RECRAWL_SHARE", 0.5, _number(float, 0.0),
+            "Share of a host's fetches (by its politeness delay) that refreshes may take."),
     Setting("CRAWLER_EXT_REDIS_CLUSTER", False, _bool,
             "REDIS_URL names a node of a Redis Cluster (also when REDIS_PARAMS' redis_cls is "
             "redis.cluster.RedisCluster)."),

@@ -30,7 +30,9 @@ storage_failed = object()
 #: The frontier scheduler opened.  Arguments: ``progress``, a callable returning the frontier's
 #: figures now: ``queued``, ``bands`` (list, or None for a shared frontier), ``delayed``,
 #: ``active_hosts``, ``in_flight`` (the crawl report samples it); ``refuse_known``, a callable
-#: (request) -> bool that refuses a known link at once (the known-links spider middleware).
+#: (request) -> bool that refuses a known link at once (the known-links spider middleware);
+#: ``schedule_refresh``, a callable (url, due) -> bool that queues a fetch again at ``due``
+#: (the recrawl middleware).
 frontier_opened = object()
 
 #: A request left the downloader and its politeness key was released.  Arguments: ``key``,

@@ -87,6 +87,15 @@ STATS: list[Stat] = [
          "links refused at once because their exact spelling was recently admitted or found "
          "seen; of them, refused by the known-links spider middleware before the engine's "
          "round"),
+    Stat(("recrawl/due", "recrawl/fetched"),
+         "recrawl mode: refreshes scheduled (a due time per fetched HTML page); refreshes "
+         "fetched"),
+    Stat(("recrawl/not_modified", "recrawl/changed"),
+         "refreshes answered 304 (the conditional GET); refreshes whose content changed (a 200 "
+         "with an unchanged content hash counts as neither)"),
+    Stat(("recrawl/estimated_freshness",),
+         "expected share of the pages whose copy is fresh, by the latest allocation of each "
+         "host's refresh budget over its pages' estimated change rates"),
     Stat(("spider/links_invalid/<reason>",),
          "hrefs the reference spider skipped: `scheme`, `bad_url`, `too_long`"),
     Stat(("dedup/hosts_with_duplicates", "dedup/host_rate/<host>"),

@@ -24,9 +24,11 @@ class TestWebServer(ServerProcess):
 
     def __init__(self, hosts: int = 50, pages: int = 10, seed: int = 1, hazards: bool = True,
                  latency: float | None = None, workdir: str | Path | None = None,
-                 dns_ttl: int | None = None, robots_change: bool = False) -> None:
+                 dns_ttl: int | None = None, robots_change: bool = False,
+                 change_period: float | None = None) -> None:
         self.hosts, self.pages, self.seed, self.hazards, self.latency = hosts, pages, seed, hazards, latency
         self.robots_change = robots_change
+        self.change_period = change_period
         self.dns_ttl = dns_ttl  # set: also serve the names over DNS (dns_port, dns_log())
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="testweb-"))
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -47,6 +49,8 @@ class TestWebServer(ServerProcess):
             cmd += ["--latency", str(self.latency)]
         if self.robots_change:
             cmd.append("--robots-change")
+        if self.change_period is not None:
+            cmd += ["--change-period", str(self.change_period)]
         if self.dns_ttl is not None:
             cmd += ["--dns-port", "0", "--dns-ttl", str(self.dns_ttl),
                     "--dns-log", str(self.dns_log_path)]

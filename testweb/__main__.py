@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="fixed response latency of every host, seconds")
     parser.add_argument("--robots-change", action="store_true",
                         help="changing hosts disallow /p/ in robots.txt from its second fetch on")
+    parser.add_argument("--change-period", type=float, default=None,
+                        help="a changing web: page n changes every PERIOD x 4^(n%%4-1) s "
+                             "(never if n%%4 == 0), with ETag, Last-Modified and 304s")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--address", default="127.0.0.1")
     parser.add_argument("--log", help="request log file (JSON lines)")
@@ -37,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         web = TestWeb(args.seed, args.hosts, args.pages, not args.no_hazards, latency=args.latency,
-                      robots_change=args.robots_change)
+                      robots_change=args.robots_change, change_period=args.change_period)
         log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
         port = listen(web, args.port, args.address, log)
         dns_port = None

@@ -26,7 +26,7 @@ import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from email.utils import formatdate
+from email.utils import formatdate, parsedate_to_datetime
 from urllib.parse import parse_qsl, unquote
 
 __all__ = ["HostSpec", "Reply", "TestWeb", "IGNORED_PARAMS"]
@@ -80,6 +80,7 @@ class TestWeb:
     def __init__(
         self, seed: int = 1, hosts: int = 1000, pages: int = 20, hazards: bool = True,
         domain: str = "web.test", latency: float | None = None, robots_change: bool = False,
+        change_period: float | None = None,
     ) -> None:
         if hosts < 1 or pages < 2:
             raise ValueError("the test web needs at least 1 host and 2 pages per host")
@@ -87,6 +88,10 @@ class TestWeb:
         self.domain = domain
         # robots_change: a changing host's robots.txt disallows /p/ once it was fetched once
         self.robots_change = robots_change
+        # change_period: every page changes on a known schedule (a changing web, for
+        # recrawling): page n never changes if n % 4 == 0, else every change_period x 4^(n%4 - 1)
+        # seconds; pages answer with ETag and Last-Modified, and 304 to a conditional GET
+        self.change_period = change_period
         self.vocab = _vocabulary(seed)
         self.hosts = [self._make_host(i, latency) for i in range(hosts)]
         self._by_name = {h.name: h for h in self.hosts}
@@ -174,9 +179,21 @@ class TestWeb:
             return f"{path}?sid={rng.randrange(10**6):06d}"
         return path
 
+    def page_period(self, n: int) -> float | None:
+        """Seconds between changes of page ``n`` in a changing web (None: never changes)."""
+        if self.change_period is None or n % 4 == 0:
+            return None
+        return self.change_period * 4 ** (n % 4 - 1)
+
+    def page_version(self, spec: HostSpec, n: int, now: float) -> int:
+        period = self.page_period(n)
+        if period is not None:
+            return int(now // period)
+        return int(now // CHANGE_PERIOD) if spec.changing else 0
+
     def render_page(self, spec: HostSpec, n: int, port: int, now: float) -> bytes:
         content = spec.mirror_of if spec.mirror_of is not None else spec.index
-        version = int(now // CHANGE_PERIOD) if spec.changing else 0
+        version = self.page_version(spec, n, now)
         key = (spec.index, f"{n}:{version}:{port}")
         cached = self._page_cache.get(key)
         if cached is not None:
@@ -188,7 +205,7 @@ class TestWeb:
         anchors = [f'<a href="{self._href(spec, n, t, k, port)}">{self._words(rng, 2)}</a>'
                    for k, t in enumerate(links)]
         extras = self._hazard_links(spec, n) if self.hazards else []
-        if spec.changing:
+        if spec.changing or self.page_period(n) is not None:
             paragraphs.append(f"Edition {version}: " + self._words(random.Random(version), 30))
         body = "".join(f"<p>{p}</p>\n" for p in paragraphs)
         html = (
@@ -259,13 +276,17 @@ class TestWeb:
 
     # -- serving ---------------------------------------------------------------------------
     def respond(self, host: str, target: str, port: int, now: float,
-                accept_gzip: bool = False, state: dict | None = None) -> Reply:
-        """The reply for one request; ``state`` carries per-server memory (rate limits, 503s)."""
+                accept_gzip: bool = False, state: dict | None = None,
+                conditional: dict[str, str] | None = None) -> Reply:
+        """The reply for one request; ``state`` carries per-server memory (rate limits, 503s);
+        ``conditional``: the request's ``if-none-match`` and ``if-modified-since``."""
         spec = self.host(host)
         if spec is None:
             return Reply(404, {"Content-Type": "text/plain"}, b"unknown host\n")
         state = state if state is not None else {}
         reply = self._route(spec, target, port, now, state)
+        if self.change_period is not None and reply.status == 200:
+            reply = self._validated(spec, target, now, reply, conditional or {})
         reply.delay = spec.latency
         if spec.rate_limit:
             last = state.get(("last", spec.index))
@@ -276,6 +297,31 @@ class TestWeb:
         if accept_gzip and spec.gzip and reply.status == 200 and reply.body:
             reply.body = gzip.compress(reply.body, mtime=0)
             reply.headers["Content-Encoding"] = "gzip"
+        return reply
+
+    def _validated(self, spec: HostSpec, target: str, now: float, reply: Reply,
+                   conditional: dict[str, str]) -> Reply:
+        """A changing web's page: ETag and Last-Modified of its version; 304 when the
+        request's validators still match it."""
+        n = _page_number(target.partition("?")[0])
+        if n is None or n >= self.n_pages:
+            return reply
+        period = self.page_period(n)
+        version = self.page_version(spec, n, now)
+        etag = f'"{spec.index}-{n}-{version}"'
+        modified = version * period if period is not None else 0.0
+        reply.headers["ETag"] = etag
+        reply.headers["Last-Modified"] = _http_date(modified)
+        since = conditional.get("if-modified-since")
+        try:
+            since_ts = parsedate_to_datetime(since).timestamp() if since else None
+        except (TypeError, ValueError):
+            since_ts = None
+        if conditional.get("if-none-match") == etag or (
+                "if-none-match" not in conditional and since_ts is not None and
+                since_ts >= modified):
+            return Reply(304, {"ETag": etag, "Last-Modified": reply.headers["Last-Modified"]},
+                         b"", reply.delay)
         return reply
 
     def _route(self, spec: HostSpec, target: str, port: int, now: float, state: dict) -> Reply:
@@ -407,7 +453,10 @@ class TestWeb:
             "pagerank": {url(h, n): r for (h, n), r in ranks.items()},
             "duplicates": {"exact": exact, "near": near},
             "change_periods": {url(s.index, n): CHANGE_PERIOD
-                               for s in self.hosts if s.changing for n in range(self.n_pages)},
+                               for s in self.hosts if s.changing for n in range(self.n_pages)}
+            if self.change_period is None else
+            {url(s.index, n): self.page_period(n) for s in self.hosts
+             for n in range(self.n_pages)},
         }
 
 

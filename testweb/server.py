@@ -34,7 +34,10 @@ class TestWebResource(Resource):
         host = (request.getHeader("host") or "").split(":")[0].lower()
         target = request.uri.decode("latin-1")
         accept = request.getHeader("accept-encoding") or ""
-        reply = self.web.respond(host, target, self.port, start, "gzip" in accept, self.state)
+        conditional = {name: value for name in ("if-none-match", "if-modified-since")
+                       if (value := request.getHeader(name)) is not None}
+        reply = self.web.respond(host, target, self.port, start, "gzip" in accept, self.state,
+                                 conditional)
         request.setResponseCode(reply.status)
         for name, value in reply.headers.items():
             request.setHeader(name, value)

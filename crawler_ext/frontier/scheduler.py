@@ -58,6 +58,7 @@ from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.robots import RobotsCache
 from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.diskfull import is_disk_full, report_disk_full
+from crawler_ext.recrawl.middleware import REFRESH_META
 from crawler_ext.stats import Counts
 from crawler_ext.signals import (
     content_checked,
@@ -220,7 +221,8 @@ class FrontierScheduler(BaseScheduler):
             if self.frontier.wait_for_seeds:
                 sig.connect(self._keep_waiting, signal=signals.spider_idle)
             sig.send_catch_log(frontier_opened, progress=self.progress,
-                               refuse_known=self.refuse_known)
+                               refuse_known=self.refuse_known,
+                               schedule_refresh=self.schedule_refresh)
         self._start_loop(self._flush, self.flush_interval)
         self.lag.start(call_later)
         if self._rules_log is not None:
@@ -384,6 +386,19 @@ class FrontierScheduler(BaseScheduler):
             if plain:
                 self._remember_known(raw, fp)
         self._admit(request, canonical, fp, referer_url)
+        return True
+
+    def schedule_refresh(self, url: str, due: float) -> bool:
+        """Queue a fetch of ``url`` again at unix time ``due`` (the recrawl middleware): a
+        delayed entry in its host's queue, past the seen set, paced like any fetch."""
+        if self._frozen:
+            return False
+        key = self.keys.known(canonical_key(url))  # (a fetched page's host is resolved)
+        request = Request(url, dont_filter=True, meta={REFRESH_META: True})
+        band = self.scorer.band(self.scorer.score(key, 0, 1), 0)
+        self.frontier.add_delayed([Entry(key, band, self._encode(request), fingerprint(url))],
+                                  due)
+        self._arm_wake(due, time.time())
         return True
 
     def refuse_known(self, request: Request) -> bool:
@@ -752,9 +767,10 @@ class FrontierScheduler(BaseScheduler):
         now = self.progress()
         bands = now["bands"]
         logger.info(
-            "Frontier: %d queued (bands %s), %d active hosts, %d in flight, %d dispatched "
-            "(%.0f/min)", now["queued"], "/".join(map(str, bands)) if bands is not None
-            else "shared", now["active_hosts"], now["in_flight"], dispatched, rate)
+            "Frontier: %d queued (bands %s; %d delayed), %d active hosts, %d in flight, %d "
+            "dispatched (%.0f/min)", now["queued"], "/".join(map(str, bands))
+            if bands is not None else "shared", now["delayed"], now["active_hosts"],
+            now["in_flight"], dispatched, rate)
 
     def _inc(self, key: str, count: int = 1) -> None:
         self._counts.inc(key, count)  # added to the stats at the next flush

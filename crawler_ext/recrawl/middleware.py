@@ -1,0 +1,155 @@
+"""``RecrawlMiddleware``: continuous crawling (``CRAWLER_EXT_RECRAWL_ENABLED = True``).
+
+A downloader middleware (order 440: it sees a response after content dedup has fingerprinted
+it).  Every fetched HTML page is recorded in the :class:`~crawler_ext.recrawl.policy.RefreshPolicy`
+(fetch time, ``ETag``, ``Last-Modified``, the dedup middleware's exact content hash) and gets
+a due time; the frontier queues its refresh as a delayed entry in the page's host queue, so a
+refresh shares the host's politeness slot with discovery, and robots.txt and the SSRF guard
+apply to it as to any fetch.  A refresh is a conditional GET (``If-None-Match``,
+``If-Modified-Since`` from the last response): a 304 is not parsed again (Scrapy's
+HttpError middleware stops it before the spider; the WARC keeps it as a revisit record,
+profile server-not-modified) and counts as unchanged, as does a 200 whose content hash did
+not move.  The frontier keeps refreshes queued, so the crawl runs until it is stopped
+(``CLOSESPIDER_TIMEOUT``, a signal, scrapyd's cancel).  Recrawls come from this policy only,
+never from rediscovering a link (the seen set still refuses those).
+
+Stats: ``recrawl/due`` (refreshes scheduled), ``recrawl/fetched``, ``recrawl/not_modified``,
+``recrawl/changed``, ``recrawl/estimated_freshness``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from email.utils import formatdate, parsedate_to_datetime
+from typing import Any
+
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Request, Response
+
+from crawler_ext import config
+from crawler_ext.admission.urls import host_of
+from crawler_ext.recrawl.policy import RefreshPolicy
+from crawler_ext.signals import frontier_opened, host_released
+
+__all__ = ["REFRESH_META", "RecrawlMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+#: meta key of a refresh request (the frontier builds it)
+REFRESH_META = "crawler_ext_refresh"
+
+
+def _http_time(value: bytes | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value.decode("latin-1")).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+class RecrawlMiddleware:
+    def __init__(self, crawler: Any, policy: RefreshPolicy) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.policy = policy
+        self.schedule: Callable[[str, float], bool] | None = None
+        self._delays: dict[str, float] = {}  # politeness key -> its latest delay
+        self._default_delay = config.get(crawler.settings, "CRAWLER_EXT_POLITENESS_MIN_DELAY")
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RecrawlMiddleware:
+        s = crawler.settings
+        if not config.get(s, "CRAWLER_EXT_RECRAWL_ENABLED"):
+            raise NotConfigured
+        policy = RefreshPolicy(config.get(s, "CRAWLER_EXT_RECRAWL_MIN_INTERVAL"),
+                               config.get(s, "CRAWLER_EXT_RECRAWL_MAX_INTERVAL"),
+                               config.get(s, "CRAWLER_EXT_RECRAWL_SHARE"))
+        mw = cls(crawler, policy)
+        crawler.signals.connect(mw.frontier_opened, signal=frontier_opened)
+        crawler.signals.connect(mw.host_released, signal=host_released)
+        return mw
+
+    def frontier_opened(self, schedule_refresh: Callable[[str, float], bool] | None = None,
+                        **_: Any) -> None:
+        self.schedule = schedule_refresh
+        if schedule_refresh is None:
+            logger.warning("Recrawl: the frontier scheduler is not in use; pages will not be "
+                           "refreshed")
+        else:
+            logger.info("Recrawl: every HTML page is fetched again when its estimated change "
+                        "rate and its host's budget say so (intervals %g s to %g s, %d%% of a "
+                        "host's fetches); the crawl runs until stopped",
+                        self.policy.min_interval, self.policy.max_interval,
+                        round(self.policy.share * 100))
+
+    def host_released(self, key: str, delay: float, **_: Any) -> None:
+        self._delays[key] = delay
+        if len(self._delays) > 100_000:
+            self._delays.pop(next(iter(self._delays)))
+
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        if not request.meta.get(REFRESH_META):
+            return None
+        history = self.policy.history(request.url)
+        if history is not None:
+            if history.etag:
+                request.headers.setdefault("If-None-Match", history.etag)
+            if history.last_modified is not None:
+                request.headers.setdefault("If-Modified-Since",
+                                           formatdate(history.last_modified, usegmt=True))
+        return None
+
+    def process_response(self, request: Request, response: Response,
+                         spider: Any = None) -> Response:
+        refresh = bool(request.meta.get(REFRESH_META))
+        not_modified = response.status == 304 and refresh
+        html = b"html" in (response.headers.get("Content-Type") or b"").lower()
+        if request.method != "GET" or not (not_modified or (response.status == 200 and html)):
+            if refresh:  # a refresh that failed (404, 5xx after retries): try again later
+                self._again(request.url)
+            return response
+        exact = None
+        if not not_modified:
+            dedup = request.meta.get("dedup") or {}
+            exact = int(dedup["exact_hash"], 16) if dedup.get("exact_hash") else \
+                int.from_bytes(hashlib.blake2b(response.body, digest_size=8).digest(), "big")
+        url = request.url
+        host = host_of(url)
+        etag = response.headers.get("ETag")
+        verdict = self.policy.observe(
+            url, host, _now(), exact, etag=etag.decode("latin-1") if etag else None,
+            last_modified=_http_time(response.headers.get("Last-Modified")),
+            not_modified=not_modified,
+            delay=self._delays.get(host.partition(":")[0], self._default_delay) or 0.1)
+        if refresh:
+            self.stats.inc_value("recrawl/fetched")
+            if not_modified:
+                self.stats.inc_value("recrawl/not_modified")
+            elif verdict.changed:
+                self.stats.inc_value("recrawl/changed")
+        if self.schedule is not None and self.schedule(url, _now() + verdict.interval):
+            self.stats.inc_value("recrawl/due")
+            self.stats.set_value("recrawl/estimated_freshness",
+                                 round(self.policy.estimated_freshness(), 4))
+        return response
+
+    def process_exception(self, request: Request, exception: Exception,
+                          spider: Any = None) -> None:
+        if request.meta.get(REFRESH_META):  # unreachable now: the page stays in the cycle
+            self._again(request.url)
+        return None
+
+    def _again(self, url: str) -> None:
+        history = self.policy.history(url)
+        if history is None or self.schedule is None:
+            return
+        if self.schedule(url, _now() + self.policy.max_interval):
+            self.stats.inc_value("recrawl/due")
+
+
+def _now() -> float:
+    return time.time()

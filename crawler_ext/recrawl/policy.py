@@ -1,0 +1,91 @@
+"""When to fetch each page again (``CRAWLER_EXT_RECRAWL_ENABLED``).
+
+Per page, a bounded :class:`~crawler_ext.recrawl.estimate.ChangeHistory` (fetch times,
+validators, content fingerprints, changed or not).  Per host, the refresh budget -- the share
+``CRAWLER_EXT_RECRAWL_SHARE`` of the fetches per second its politeness delay allows -- is split
+over its pages by Cho & Garcia-Molina's optimal allocation of their estimated change rates
+(:func:`~crawler_ext.recrawl.allocate.optimal_frequencies`), recomputed at most every
+``reallocate_every`` seconds per host; each page's interval is clamped to
+``[CRAWLER_EXT_RECRAWL_MIN_INTERVAL, CRAWLER_EXT_RECRAWL_MAX_INTERVAL]`` (a page given no
+visits by the allocation -- it changes far faster than it can be revisited, or never -- gets
+the longest).  Histories are kept for the ``max_pages`` most recently fetched pages.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from crawler_ext.recrawl.allocate import expected_freshness, optimal_frequencies
+from crawler_ext.recrawl.estimate import ChangeHistory
+
+__all__ = ["RefreshPolicy", "Verdict"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    changed: bool
+    interval: float  # seconds until the next fetch
+    first: bool  # the page's first fetch
+
+
+class RefreshPolicy:
+    def __init__(self, min_interval: float, max_interval: float, share: float = 0.5,
+                 max_pages: int = 1_000_000, reallocate_every: float = 10.0) -> None:
+        self.min_interval = min_interval
+        self.max_interval = max(max_interval, min_interval)
+        self.share = share
+        self.max_pages = max_pages
+        self.reallocate_every = reallocate_every
+        self.pages: OrderedDict[str, tuple[str, ChangeHistory]] = OrderedDict()  # url -> host
+        self._hosts: dict[str, dict[str, None]] = {}  # host -> its pages (insertion-ordered)
+        # host -> (computed at, url -> revisits per second, expected freshness)
+        self._alloc: dict[str, tuple[float, dict[str, float], float]] = {}
+
+    def history(self, url: str) -> ChangeHistory | None:
+        record = self.pages.get(url)
+        return record[1] if record is not None else None
+
+    def observe(self, url: str, host: str, when: float, exact: int | None,
+                etag: str | None = None, last_modified: float | None = None,
+                not_modified: bool = False, delay: float = 1.0) -> Verdict:
+        """Record a fetch of ``url``; whether it changed, and when to fetch it again.
+        ``delay``: the host's politeness delay now (its fetch budget is 1/delay per second)."""
+        record = self.pages.get(url)
+        first = record is None
+        if record is None:
+            record = self.pages[url] = (host, ChangeHistory())
+            self._hosts.setdefault(host, {})[url] = None
+            if len(self.pages) > self.max_pages:
+                old_url, (old_host, _) = self.pages.popitem(last=False)
+                self._hosts.get(old_host, {}).pop(old_url, None)
+        else:
+            self.pages.move_to_end(url)
+        changed = record[1].observe(when, exact, etag=etag, last_modified=last_modified,
+                                    not_modified=not_modified)
+        return Verdict(changed, self._interval(host, url, when, delay), first)
+
+    def _interval(self, host: str, url: str, now: float, delay: float) -> float:
+        alloc = self._alloc.get(host)
+        if alloc is None or now - alloc[0] >= self.reallocate_every or url not in alloc[1]:
+            alloc = self._allocate(host, now, delay)
+        frequency = alloc[1].get(url, 0.0)
+        interval = 1.0 / frequency if frequency > 0 else self.max_interval
+        return min(max(interval, self.min_interval), self.max_interval)
+
+    def _allocate(self, host: str, now: float, delay: float) -> tuple[float, dict, float]:
+        urls = list(self._hosts.get(host, {}))
+        rates = [self.pages[u][1].rate() for u in urls]
+        budget = self.share / max(delay, 1e-3)
+        frequencies = optimal_frequencies(rates, budget)
+        alloc = (now, dict(zip(urls, frequencies)),
+                 expected_freshness(rates, frequencies) if urls else 1.0)
+        self._alloc[host] = alloc
+        return alloc
+
+    def estimated_freshness(self) -> float:
+        """The expected freshness of the pages, by the latest allocation of each host."""
+        total = sum(len(a[1]) for a in self._alloc.values())
+        if not total:
+            return 1.0
+        return sum(a[2] * len(a[1]) for a in self._alloc.values()) / total
