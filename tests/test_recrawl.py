@@ -34,6 +34,21 @@ def test_the_policy_revisits_changing_pages_more_and_static_ones_less() -> None:
     assert 0 < policy.estimated_freshness() <= 1
 
 
+def test_a_page_that_looks_static_is_checked_at_growing_intervals() -> None:
+    """A young history proves little: the interval grows with the span watched (at most half
+    of it), up to the maximum, instead of jumping to the maximum after one unchanged check;
+    and a lone static page does not take its host's budget (0.5 fetches/s here)."""
+    policy = RefreshPolicy(min_interval=1.0, max_interval=100.0, share=0.5)
+    t, intervals = 0.0, []
+    for _ in range(20):
+        intervals.append(policy.observe("http://h/s", "h", t, exact=1, delay=1.0).interval)
+        t += intervals[-1]
+    assert intervals[0] == 1.0 and intervals[-1] == 100.0
+    assert all(b <= max(0.5 * sum(intervals[:i + 1]), 1.0) + 1e-9
+               for i, b in enumerate(intervals[1:]))
+    assert intervals == sorted(intervals)
+
+
 @pytest.mark.slow
 def test_a_recrawl_sends_conditional_requests_and_refetches_changing_pages(
         testweb_factory, tmp_path: Path) -> None:

@@ -8,7 +8,11 @@ over its pages by Cho & Garcia-Molina's optimal allocation of their estimated ch
 ``reallocate_every`` seconds per host; each page's interval is clamped to
 ``[CRAWLER_EXT_RECRAWL_MIN_INTERVAL, CRAWLER_EXT_RECRAWL_MAX_INTERVAL]`` (a page given no
 visits by the allocation -- it changes far faster than it can be revisited, or never -- gets
-the longest).  Histories are kept for the ``max_pages`` most recently fetched pages.
+the longest), and to ``explore`` (0.5) times the span its history covers, so a page that
+looks static is checked at growing intervals (x1.5) before the estimate is trusted; and no
+page is checked more than ``checks_per_change`` (10) times per expected change, so pages that
+look static do not take a host's whole budget.  Histories are kept
+for the ``max_pages`` most recently fetched pages.
 """
 
 from __future__ import annotations
@@ -31,12 +35,15 @@ class Verdict:
 
 class RefreshPolicy:
     def __init__(self, min_interval: float, max_interval: float, share: float = 0.5,
-                 max_pages: int = 1_000_000, reallocate_every: float = 10.0) -> None:
+                 max_pages: int = 1_000_000, reallocate_every: float = 10.0,
+                 explore: float = 0.5, checks_per_change: float = 10.0) -> None:
         self.min_interval = min_interval
         self.max_interval = max(max_interval, min_interval)
         self.share = share
         self.max_pages = max_pages
         self.reallocate_every = reallocate_every
+        self.explore = explore
+        self.checks_per_change = checks_per_change
         self.pages: OrderedDict[str, tuple[str, ChangeHistory]] = OrderedDict()  # url -> host
         self._hosts: dict[str, dict[str, None]] = {}  # host -> its pages (insertion-ordered)
         # host -> (computed at, url -> revisits per second, expected freshness)
@@ -71,13 +78,22 @@ class RefreshPolicy:
             alloc = self._allocate(host, now, delay)
         frequency = alloc[1].get(url, 0.0)
         interval = 1.0 / frequency if frequency > 0 else self.max_interval
+        # a young history proves little: wait at most ``explore`` times as long as the page
+        # has been watched, so a page that looks static is checked at growing intervals until
+        # the evidence (or the maximum) says so
+        watched = sum(t for t, _ in self.pages[url][1].recent)
+        interval = min(interval, max(self.explore * watched, self.min_interval))
         return min(max(interval, self.min_interval), self.max_interval)
 
     def _allocate(self, host: str, now: float, delay: float) -> tuple[float, dict, float]:
         urls = list(self._hosts.get(host, {}))
         rates = [self.pages[u][1].rate() for u in urls]
         budget = self.share / max(delay, 1e-3)
-        frequencies = optimal_frequencies(rates, budget)
+        # the allocation spends the whole budget; a page is not checked more than
+        # ``checks_per_change`` times per expected change (pages that look static would
+        # otherwise take a host's whole budget when nothing else changes)
+        frequencies = [min(f, self.checks_per_change * r)
+                       for f, r in zip(optimal_frequencies(rates, budget), rates)]
         alloc = (now, dict(zip(urls, frequencies)),
                  expected_freshness(rates, frequencies) if urls else 1.0)
         self._alloc[host] = alloc
