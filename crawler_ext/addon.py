@@ -38,8 +38,9 @@ _SETTINGS = {
 _COMPONENTS = [
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.hosts.netguard.NetworkGuardMiddleware", 10),
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.dedup.middleware.ContentDedupMiddleware", 450),
-    # off unless CRAWLER_EXT_RECRAWL_ENABLED
+    # off unless CRAWLER_EXT_RECRAWL_ENABLED / CRAWLER_EXT_SITEMAPS_ENABLED
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.recrawl.middleware.RecrawlMiddleware", 440),
+    ("DOWNLOADER_MIDDLEWARES", "crawler_ext.recrawl.sitemaps.SitemapMiddleware", 460),
     ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
      None),
     ("SPIDER_MIDDLEWARES", "crawler_ext.frontier.knownlinks.KnownLinksMiddleware", 50),

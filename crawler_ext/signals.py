@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["content_checked", "content_duplicate", "frontier_commit", "frontier_opened",
-           "host_released", "sitemaps_found", "storage_failed"]
+           "host_released", "sitemap_lastmod", "sitemaps_found", "storage_failed"]
 
 #: A fetched page duplicates an earlier one.  Arguments: ``url``, ``original`` (URL),
 #: ``kind`` ("exact" or "near"), ``distance`` (SimHash bits).  The frontier scheduler learns
@@ -15,7 +15,8 @@ content_duplicate = object()
 #: trap rules take empty and duplicate pages of a URL pattern as the evidence they need.
 content_checked = object()
 
-#: robots.txt of an origin listed sitemaps.  Arguments: ``origin``, ``sitemaps`` (URLs).
+#: robots.txt of an origin was read (2xx or 4xx).  Arguments: ``origin``, ``sitemaps`` (the
+#: URLs its ``Sitemap:`` lines list, maybe none).  The sitemap middleware fetches them.
 sitemaps_found = object()
 
 #: The frontier is about to commit its journal (requests done, links admitted).  Components
@@ -40,3 +41,8 @@ frontier_opened = object()
 #: ``delay`` (seconds the key must now rest before its next request, from its response).
 #: The crawl report checks every key's gaps against it.
 host_released = object()
+
+#: A sitemap gave a URL's ``<lastmod>``.  Arguments: ``url``, ``lastmod`` (unix time).  The
+#: recrawl middleware takes it as change evidence: a page modified after its last fetch is
+#: fetched again now.
+sitemap_lastmod = object()

@@ -87,15 +87,23 @@ STATS: list[Stat] = [
          "links refused at once because their exact spelling was recently admitted or found "
          "seen; of them, refused by the known-links spider middleware before the engine's "
          "round"),
-    Stat(("recrawl/due", "recrawl/fetched"),
+    Stat(("recrawl/due", "recrawl/fetched", "recrawl/sitemap_lastmod"),
          "recrawl mode: refreshes scheduled (a due time per fetched HTML page); refreshes "
-         "fetched"),
+         "fetched; refreshes brought forward by a sitemap's newer <lastmod>"),
     Stat(("recrawl/not_modified", "recrawl/changed"),
          "refreshes answered 304 (the conditional GET); refreshes whose content changed (a 200 "
          "with an unchanged content hash counts as neither)"),
     Stat(("recrawl/estimated_freshness",),
          "expected share of the pages whose copy is fresh, by the latest allocation of each "
          "host's refresh budget over its pages' estimated change rates"),
+    Stat(("sitemaps/requested", "sitemaps/fetched", "sitemaps/urls"),
+         "sitemaps asked for (robots.txt's, /sitemap.xml, those an index lists); read; URLs "
+         "handed to admission"),
+    Stat(("sitemaps/errors", "sitemaps/status/<code>", "sitemaps/urls_dropped",
+          "sitemaps/too_deep", "sitemaps/urls_invalid"),
+         "sitemaps skipped (not XML, too big, not a sitemap); answered other than 200; URLs "
+         "past CRAWLER_EXT_SITEMAPS_MAX_URLS; indexes past CRAWLER_EXT_SITEMAPS_MAX_DEPTH; "
+         "unusable URLs"),
     Stat(("spider/links_invalid/<reason>",),
          "hrefs the reference spider skipped: `scheme`, `bad_url`, `too_long`"),
     Stat(("dedup/hosts_with_duplicates", "dedup/host_rate/<host>"),

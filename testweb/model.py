@@ -24,6 +24,7 @@ import gzip
 import hashlib
 import math
 import random
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
@@ -255,7 +256,7 @@ class TestWeb:
             f"<p class=\"stamp\">Printed at {int(now)}</p></body></html>\n"
         ).encode()
 
-    def robots_txt(self, spec: HostSpec, state: dict | None = None) -> Reply:
+    def robots_txt(self, spec: HostSpec, state: dict | None = None, port: int = 80) -> Reply:
         if self.robots_change and spec.changing and state is not None:
             fetched = state.get(("robots", spec.index), 0)
             state[("robots", spec.index)] = fetched + 1
@@ -271,7 +272,7 @@ class TestWeb:
                  "Disallow: /*.pdf$"] if spec.robots == "rules" else ["User-agent: *", "Disallow:"]
         if spec.crawl_delay:
             lines.append(f"Crawl-delay: {spec.crawl_delay}")
-        lines.append(f"Sitemap: http://{spec.name}/sitemap.xml")
+        lines.append(f"Sitemap: {self.base_url(spec.index, port)}/sitemap.xml")
         return Reply(200, {"Content-Type": "text/plain"}, ("\n".join(lines) + "\n").encode())
 
     # -- serving ---------------------------------------------------------------------------
@@ -331,7 +332,7 @@ class TestWeb:
                   if k not in IGNORED_PARAMS and not k.startswith("utm_")]
         html = {"Content-Type": "text/html; charset=utf-8"}
         if path == "/robots.txt":
-            return self.robots_txt(spec, state)
+            return self.robots_txt(spec, state, port)
         n = _page_number(path)
         if n is not None and n < self.n_pages:
             if spec.changing and n % 7 == 3 and not state.get(("503", spec.index, n)):
@@ -341,9 +342,54 @@ class TestWeb:
             if spec.changing:
                 headers["Last-Modified"] = _http_date(int(now // CHANGE_PERIOD) * CHANGE_PERIOD)
             return Reply(200, headers, self.render_page(spec, n, port, now))
+        sitemap = self._sitemap(spec, path, port, now)
+        if sitemap is not None:
+            return sitemap
         if not self.hazards:
             return Reply(404, html, b"<html><body>not found</body></html>")
         return self._route_hazard(spec, path, params, now)
+
+    #: pages of each host that no page links to: only its sitemap lists them
+    ORPHANS = 3
+
+    def _sitemap(self, spec: HostSpec, path: str, port: int, now: float) -> Reply | None:
+        """/sitemap.xml (an index; junk on a host whose robots.txt is missing), the pages'
+        sitemap with lastmod, a gzip sitemap of orphan pages, and the orphans themselves."""
+        xml = {"Content-Type": "application/xml"}
+        base = self.base_url(spec.index, port)
+        ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+        if path == "/sitemap.xml":
+            if spec.robots == "none":
+                return Reply(200, xml, b"<html><body>this is not a sitemap</body></html>")
+            body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex {ns}>'
+                    f"<sitemap><loc>{base}/sitemap-pages.xml</loc></sitemap>"
+                    f"<sitemap><loc>{base}/sitemap-orphans.xml.gz</loc></sitemap>"
+                    "</sitemapindex>\n")
+            return Reply(200, xml, body.encode())
+        if path == "/sitemap-pages.xml":
+            urls = []
+            for n in range(self.n_pages):
+                period = self.page_period(n)
+                modified = self.page_version(spec, n, now) * period if period else 0.0
+                urls.append(f"<url><loc>{base}/p/{n}.html</loc><lastmod>"
+                            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(modified))}"
+                            "</lastmod></url>")
+            body = f'<?xml version="1.0"?>\n<urlset {ns}>{"".join(urls)}</urlset>\n'
+            return Reply(200, xml, body.encode())
+        if path == "/sitemap-orphans.xml.gz":
+            urls = "".join(f"<url><loc>{base}/orphan/{k}.html</loc></url>"
+                           for k in range(self.ORPHANS))
+            body = f'<?xml version="1.0"?>\n<urlset {ns}>{urls}</urlset>\n'.encode()
+            return Reply(200, {"Content-Type": "application/gzip"},
+                         gzip.compress(body, mtime=0))
+        if path.startswith("/orphan/"):
+            k = _page_number("/p/" + path[len("/orphan/"):])
+            if k is not None and k < self.ORPHANS:
+                rng = random.Random(f"orphan:{self.seed}:{spec.index}:{k}")
+                return Reply(200, {"Content-Type": "text/html; charset=utf-8"},
+                             (f"<html><head><title>Orphan {k}</title></head><body><p>"
+                              f"{self._words(rng, 60)}</p></body></html>").encode())
+        return None
 
     def _route_hazard(self, spec: HostSpec, path: str, params: list, now: float) -> Reply:
         html = {"Content-Type": "text/html; charset=utf-8"}

@@ -32,7 +32,7 @@ from scrapy.http import Request, Response
 from crawler_ext import config
 from crawler_ext.admission.urls import host_of
 from crawler_ext.recrawl.policy import RefreshPolicy
-from crawler_ext.signals import frontier_opened, host_released
+from crawler_ext.signals import frontier_opened, host_released, sitemap_lastmod
 
 __all__ = ["REFRESH_META", "RecrawlMiddleware"]
 
@@ -71,7 +71,17 @@ class RecrawlMiddleware:
         mw = cls(crawler, policy)
         crawler.signals.connect(mw.frontier_opened, signal=frontier_opened)
         crawler.signals.connect(mw.host_released, signal=host_released)
+        crawler.signals.connect(mw.sitemap_lastmod, signal=sitemap_lastmod)
         return mw
+
+    def sitemap_lastmod(self, url: str, lastmod: float, **_: Any) -> None:
+        """A sitemap says ``url`` changed at ``lastmod``: after its last fetch, fetch it now."""
+        history = self.policy.history(url)
+        if history is None or history.last_fetch is None or lastmod <= history.last_fetch:
+            return
+        if self.schedule is not None and self.schedule(url, _now()):
+            self.stats.inc_value("recrawl/due")
+            self.stats.inc_value("recrawl/sitemap_lastmod")
 
     def frontier_opened(self, schedule_refresh: Callable[[str, float], bool] | None = None,
                         **_: Any) -> None:
