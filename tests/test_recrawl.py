@@ -49,6 +49,37 @@ def test_a_page_that_looks_static_is_checked_at_growing_intervals() -> None:
     assert intervals == sorted(intervals)
 
 
+def test_the_histories_survive_a_restart_and_a_torn_line(tmp_path: Path) -> None:
+    from crawler_ext.recrawl.history import HistoryLog
+
+    policy = RefreshPolicy(min_interval=1.0, max_interval=100.0)
+    log = HistoryLog(tmp_path / "h.jsonl")
+    log.open(policy)
+    for t in range(12):
+        for page in ("a", "b"):
+            exact = t // 3 if page == "a" else 0
+            policy.observe(f"http://h/{page}", "h", float(t), exact, etag=f'"{exact}"')
+            log.append(f"http://h/{page}", "h", float(t), exact, f'"{exact}"', None, False)
+        if t == 5:
+            log.flush()
+            log.compact(policy)  # the state so far, then the observations after it
+            log._file = open(log.path, "a", encoding="utf-8")
+    log.flush()
+    with open(log.path, "a") as fh:
+        fh.write('{"k": "o", "u": "http://h/a", "h"')  # a kill mid-line
+    for _ in range(2):  # replayed, then compacted and replayed again
+        again = RefreshPolicy(min_interval=1.0, max_interval=100.0)
+        HistoryLog(log.path).load(again)
+        for page in ("a", "b"):
+            want, got = policy.history(f"http://h/{page}"), again.history(f"http://h/{page}")
+            assert (got.checks, got.changes, got.last_fetch, got.etag, got.exact) == (
+                want.checks, want.changes, want.last_fetch, want.etag, want.exact)
+            assert [(round(t, 3), c) for t, c in got.recent] == \
+                [(round(t, 3), c) for t, c in want.recent]
+        HistoryLog(log.path).compact(again)
+    assert again.history("http://h/a").changes == 3
+
+
 @pytest.mark.slow
 def test_a_recrawl_sends_conditional_requests_and_refetches_changing_pages(
         testweb_factory, tmp_path: Path) -> None:
@@ -82,3 +113,36 @@ def test_a_recrawl_sends_conditional_requests_and_refetches_changing_pages(
                             "server-not-modified" in (r.rec_headers.get_header("WARC-Profile")
                                                       or ""))
     assert revisits == sum(e.status == 304 for e in log)
+
+
+@pytest.mark.slow
+def test_a_resumed_recrawl_keeps_its_histories_and_its_refreshes(testweb_factory,
+                                                                 tmp_path: Path) -> None:
+    """Under JOBDIR the refreshes are queued on disk and the histories in
+    JOBDIR/recrawl_history.jsonl: the same command run again goes on with conditional GETs
+    at once (the validators are known) and fetches no page as new."""
+    web = testweb_factory(hosts=2, pages=8, hazards=False, change_period=PERIOD)
+    settings = {"CRAWLER_EXT_HOSTS": web.hosts_setting, "JOBDIR": str(tmp_path / "job"),
+                "CRAWLER_EXT_RECRAWL_ENABLED": True, "CRAWLER_EXT_RECRAWL_MIN_INTERVAL": 1,
+                "CRAWLER_EXT_RECRAWL_MAX_INTERVAL": 30,
+                "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.2, "CLOSESPIDER_TIMEOUT": 10}
+    first = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "1.jsonl",
+                      settings=settings)
+    assert first.returncode == 0, first.output[-3000:]
+    assert (tmp_path / "job" / "recrawl_history.jsonl").exists()
+    split = max(e.end for e in read_log(web.log_path))
+    second = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "2.jsonl",
+                       settings=settings)
+    assert second.returncode == 0, second.output[-3000:]
+    assert "resumed the change histories of 16 pages" in second.output
+    later = [e for e in read_log(web.log_path) if e.start > split and e.path.startswith("/p/")]
+    first = {}
+    for e in later:
+        first.setdefault((e.host, e.path), e.status)
+    # the pages that never change: their first fetch after the restart is already a 304
+    static = {k: v for k, v in first.items() if int(k[1][3:].split(".")[0]) % 4 == 0}
+    assert static and set(static.values()) == {304}, first
+    pages = [e for e in read_log(web.log_path) if e.start > split and e.path != "/robots.txt"]
+    assert second.stat("recrawl/fetched") == len(pages)  # refreshes only, none new
+    assert politeness_violations([e for e in read_log(web.log_path) if e.start > split],
+                                 min_gap=0.2) == []

@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
+from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
+from scrapy.utils.job import job_dir
 
 from crawler_ext import config
 from crawler_ext.admission.urls import host_of
 from crawler_ext.recrawl.policy import RefreshPolicy
-from crawler_ext.signals import frontier_opened, host_released, sitemap_lastmod
+from crawler_ext.recrawl.history import HISTORY_NAME, HistoryLog
+from crawler_ext.signals import frontier_commit, frontier_opened, host_released, sitemap_lastmod
 
 __all__ = ["REFRESH_META", "RecrawlMiddleware"]
 
@@ -57,6 +61,7 @@ class RecrawlMiddleware:
         self.stats = crawler.stats
         self.policy = policy
         self.schedule: Callable[[str, float], bool] | None = None
+        self.log: HistoryLog | None = None
         self._delays: dict[str, float] = {}  # politeness key -> its latest delay
         self._default_delay = config.get(crawler.settings, "CRAWLER_EXT_POLITENESS_MIN_DELAY")
 
@@ -72,7 +77,28 @@ class RecrawlMiddleware:
         crawler.signals.connect(mw.frontier_opened, signal=frontier_opened)
         crawler.signals.connect(mw.host_released, signal=host_released)
         crawler.signals.connect(mw.sitemap_lastmod, signal=sitemap_lastmod)
+        jobdir = job_dir(s)
+        if jobdir:  # the histories survive a restart (and a kill -9, to the last commit)
+            mw.log = HistoryLog(os.path.join(jobdir, HISTORY_NAME))
+            crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
+            crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+            crawler.signals.connect(mw.log.flush, signal=frontier_commit)
         return mw
+
+    def spider_opened(self, spider: Any = None) -> None:
+        assert self.log is not None
+        pages = self.log.load(self.policy)
+        self.log.open(self.policy)
+        if pages:
+            logger.info("Recrawl: resumed the change histories of %d pages from %s", pages,
+                        self.log.path)
+
+    def spider_closed(self, spider: Any = None, reason: str = "") -> None:
+        if self.log is not None:
+            try:
+                self.log.close(self.policy)
+            except OSError as exc:  # a full disk: the histories are as of the last commit
+                logger.warning("Recrawl: could not write %s (%s)", self.log.path, exc)
 
     def sitemap_lastmod(self, url: str, lastmod: float, **_: Any) -> None:
         """A sitemap says ``url`` changed at ``lastmod``: after its last fetch, fetch it now."""
@@ -130,11 +156,15 @@ class RecrawlMiddleware:
         url = request.url
         host = host_of(url)
         etag = response.headers.get("ETag")
+        when = _now()
+        etag_text = etag.decode("latin-1") if etag else None
+        last_modified = _http_time(response.headers.get("Last-Modified"))
         verdict = self.policy.observe(
-            url, host, _now(), exact, etag=etag.decode("latin-1") if etag else None,
-            last_modified=_http_time(response.headers.get("Last-Modified")),
+            url, host, when, exact, etag=etag_text, last_modified=last_modified,
             not_modified=not_modified,
             delay=self._delays.get(host.partition(":")[0], self._default_delay) or 0.1)
+        if self.log is not None:
+            self.log.append(url, host, when, exact, etag_text, last_modified, not_modified)
         if refresh:
             self.stats.inc_value("recrawl/fetched")
             if not_modified:

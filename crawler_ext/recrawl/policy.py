@@ -53,6 +53,16 @@ class RefreshPolicy:
         record = self.pages.get(url)
         return record[1] if record is not None else None
 
+    def restore(self, url: str, host: str, history: ChangeHistory) -> None:
+        """Put back a page's history (a resumed crawl)."""
+        if url not in self.pages:
+            self._hosts.setdefault(host, {})[url] = None
+        self.pages[url] = (host, history)
+        self.pages.move_to_end(url)
+        if len(self.pages) > self.max_pages:
+            old_url, (old_host, _) = self.pages.popitem(last=False)
+            self._hosts.get(old_host, {}).pop(old_url, None)
+
     def observe(self, url: str, host: str, when: float, exact: int | None,
                 etag: str | None = None, last_modified: float | None = None,
                 not_modified: bool = False, delay: float = 1.0) -> Verdict:
