@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import os
 import re
@@ -1075,6 +1076,7 @@ STOCK_CPU = {"ADDONS": '{"crawler_ext.Addon": null}',
              "SCHEDULER": "scrapy.core.scheduler.Scheduler",
              "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter",
              "TWISTED_DNS_RESOLVER": "crawler_ext.hosts.HostsOverrideResolver",
+             "EXTENSIONS": '{"crawler_ext.statsfile.StatsFile": 0}',  # the figures only
              "DOWNLOAD_DELAY": 0}
 PACK_CPU = {"CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT": 8, "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0,
             "CRAWLER_EXT_POLITENESS_LATENCY_FACTOR": 0}
@@ -1113,6 +1115,7 @@ def _engine_feed(kind: str, n: int, hosts: int, distinct: int) -> dict:
     settings = get_project_settings()
     extra = dict(STOCK_CPU) if kind == "stock" else dict(PACK_CPU)
     extra.update({"LOG_LEVEL": "WARNING", "CRAWLER_EXT_HOSTS": "*.bench.test=127.0.0.1",
+                  "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
                   "CRAWLER_EXT_WARC_DIR": "", "TELNETCONSOLE_ENABLED": False})
     for name, value in extra.items():
         settings.set(name, json.loads(value) if name == "ADDONS" else value, priority="cmdline")
@@ -1172,9 +1175,10 @@ def bench_cpu(quick: bool) -> None:
     best: dict[str, list] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for round_ in range(rounds):
+        runs = itertools.count()
+        for _ in range(rounds):
             for name, settings in configs:
-                with RealWebServer(sites, workdir=work / f"{round_}-{len(best)}") as web:
+                with RealWebServer(sites, workdir=work / f"run{next(runs)}") as web:
                     seeds = ",".join(web.url(n) for n in web.sites)
                     stats = crawl(web, {**settings, "CONCURRENT_REQUESTS": 64}, seeds, work,
                                   "-a", "allowed_domains=real.test")
