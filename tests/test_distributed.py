@@ -228,6 +228,20 @@ def _wait_all(workers: list[subprocess.Popen], tmp_path: Path, timeout: float = 
         assert w.wait(timeout=timeout) == 0, (tmp_path / f"worker{n}.log").read_text()[-3000:]
 
 
+def _truth_pages(web) -> set[tuple[str, str]]:
+    """(host, path) of every page of the test web."""
+    return {(url.split("//", 1)[1].split(":")[0], "/" + url.split("/", 3)[3])
+            for url in web.truth()["pages"]}
+
+
+def _run_all(workers: list[subprocess.Popen], tmp_path: Path) -> None:
+    """Wait for every worker to finish (exit code 0); kill what is left on the way out."""
+    try:
+        _wait_all(workers, tmp_path)
+    finally:
+        _kill_all(workers)
+
+
 def _kill_all(workers: list[subprocess.Popen]) -> None:
     for w in workers:
         if w.poll() is None:
@@ -269,8 +283,7 @@ def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen],
         assert w.wait(timeout=240) == 0, (tmp_path / "worker1.log").read_text()[-3000:]
     log = read_log(web.log_path)
     fetched = Counter((e.host, e.path) for e in log)
-    pages = {(url.split("//", 1)[1].split(":")[0], "/" + url.split("/", 3)[3])
-             for url in web.truth()["pages"]}
+    pages = _truth_pages(web)
     assert pages <= set(fetched), sorted(pages - set(fetched))[:10]
     stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in (1, 2)]
     assert all(s["finish_reason"] == "finished" for s in stats)
@@ -421,10 +434,7 @@ def test_workers_whose_clocks_are_ten_minutes_off_stay_polite_and_fetch_once(
         shim.mkdir()
         (shim / "sitecustomize.py").write_text(SKEWED_CLOCK.replace("OFFSET", str(offset)))
         workers.append(_worker(web, tmp_path, n, pythonpath=f"{shim}{os.pathsep}{ROOT}"))
-    try:
-        _wait_all(workers, tmp_path)
-    finally:
-        _kill_all(workers)
+    _run_all(workers, tmp_path)
     log = read_log(web.log_path)
     fetched = Counter((e.host, e.path) for e in log)
     assert len(fetched) == 220  # 200 pages and 20 robots.txt
@@ -517,8 +527,7 @@ def test_a_cluster_primary_killed_mid_crawl_fails_over_without_losing_a_url(
         server.wait_ok()  # the replica serves the dead primary's slots
     log = read_log(web.log_path)
     fetched = Counter((e.host, e.path) for e in log)
-    pages = {(url.split("//", 1)[1].split(":")[0], "/" + url.split("/", 3)[3])
-             for url in web.truth()["pages"]}
+    pages = _truth_pages(web)
     assert pages <= set(fetched), sorted(pages - set(fetched))[:10]
     assert any(e.start > killed_at + 1 for e in log)  # the crawl went on after the failover
     assert politeness_violations(log, 0.5) == []
@@ -541,14 +550,10 @@ def test_four_workers_fetch_no_url_twice(target: Target, testweb_factory,
                    capture_output=True)
     workers = [_worker(web, tmp_path, n, target=target, args=("-a", f"seeds={web.seeds_path}"))
                for n in range(4)]
-    try:
-        _wait_all(workers, tmp_path)
-    finally:
-        _kill_all(workers)
+    _run_all(workers, tmp_path)
     log = read_log(web.log_path)
     fetched = Counter((e.host, e.path) for e in log)
-    pages = {(url.split("//", 1)[1].split(":")[0], "/" + url.split("/", 3)[3])
-             for url in web.truth()["pages"]}
+    pages = _truth_pages(web)
     assert pages <= set(fetched), sorted(pages - set(fetched))[:10]
     stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(4)]
     assert sum(s.get("frontier/redis/leases_expired", 0) for s in stats) == 0
@@ -568,10 +573,7 @@ def test_a_host_budget_holds_across_workers(target: Target, testweb_factory,
                    capture_output=True)
     workers = [_worker(web, tmp_path, n, target=target,
                        extra={"CRAWLER_EXT_HOST_PAGE_BUDGET": budget}) for n in range(4)]
-    try:
-        _wait_all(workers, tmp_path)
-    finally:
-        _kill_all(workers)
+    _run_all(workers, tmp_path)
     pages = Counter(e.host for e in read_log(web.log_path) if e.path != "/robots.txt")
     assert len(pages) == 12 and max(pages.values()) == budget, pages
     stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(4)]
