@@ -30,9 +30,20 @@ sys.path.insert(0, str(ROOT))
 
 from testweb import TestWebServer, politeness_violations, read_log  # noqa: E402
 
-STOCK = {"SCHEDULER": "scrapy.core.scheduler.Scheduler",
+#: the reference project uses the add-on, which refuses another SCHEDULER: a row that swaps the
+#: scheduler turns the add-on off and keeps the pack's other components by hand, so the rows of
+#: one table differ in the scheduler (and its dupefilter) only
+_PACK_BUT_SCHEDULER = {
+    "ADDONS": '{"crawler_ext.Addon": null}',
+    "TWISTED_DNS_RESOLVER": "crawler_ext.dns.CachingResolver",
+    "EXTENSIONS": '{"crawler_ext.statsfile.StatsFile": 0}',
+    "DOWNLOADER_MIDDLEWARES": '{"crawler_ext.netguard.NetworkGuardMiddleware": 10, '
+                              '"crawler_ext.middlewares.ContentDedupMiddleware": 450}',
+    "ITEM_PIPELINES": '{"crawler_ext.pipelines.WarcPipeline": 800}',
+}
+STOCK = {**_PACK_BUT_SCHEDULER, "SCHEDULER": "scrapy.core.scheduler.Scheduler",
          "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter"}
-REDIS = {"SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+REDIS = {**_PACK_BUT_SCHEDULER, "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
          "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
          "REDIS_URL": "redis://127.0.0.1:6379/15", "SCHEDULER_FLUSH_ON_START": True}
 
