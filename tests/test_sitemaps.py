@@ -46,3 +46,30 @@ def test_sitemaps_bring_orphan_pages_and_a_bad_one_is_skipped(testweb_factory,
     assert not any("sitemap" in i["url"] for i in result.items)  # not for the spider
     assert not any("sitemap" in e.path for e in log if e.host.startswith("h0001"))
     assert politeness_violations(log, min_gap=0.05) == []
+
+
+def test_the_real_mkdocs_sitemaps_are_read_without_error() -> None:
+    """The MkDocs sites of the real-site corpus ship sitemap.xml and sitemap.xml.gz (built
+    without site_url, so their urlsets are empty): both are read, nothing is counted as bad."""
+    from collections import Counter
+
+    from crawler_ext.recrawl.sitemaps import SitemapMiddleware
+    from testweb.corpus import build_corpus
+
+    maps = [p for site in build_corpus() if site.generator.startswith("MkDocs")
+            for p in sorted(site.root.glob("sitemap.xml*"))]
+    if not maps:
+        pytest.skip("no MkDocs site in the real-site corpus here (apt-get download failed?)")
+
+    class Stats(Counter):
+        def inc_value(self, key: str, count: int = 1) -> None:
+            self[key] += count
+
+    class Crawler:
+        stats = Stats()
+
+    mw = SitemapMiddleware(Crawler(), max_urls=50_000, max_bytes=50 << 20, max_depth=2)
+    for path in maps:
+        mw._read(path.as_uri(), path.read_bytes(), 0)
+    assert Crawler.stats["sitemaps/fetched"] == len(maps) >= 2
+    assert Crawler.stats["sitemaps/errors"] == 0
