@@ -271,8 +271,16 @@ def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen],
     victim = f":{workers[0].pid}:".encode()
 
     def victim_holds_leases() -> bool:
-        return any(victim in holder for key in client.scan_iter(match="{web:frontier:s*}:lo")
-                   for holder in client.hvals(key))
+        """The victim holds an entry's lease (not only a key's lock): it fetches something."""
+        for tag in {key.decode().rsplit(":", 1)[0] if isinstance(key, bytes) else
+                    key.rsplit(":", 1)[0]
+                    for key in client.scan_iter(match="{web:frontier:s*}:lo")}:
+            holders = client.hgetall(f"{tag}:lo")
+            for member in client.zrange(f"{tag}:ls", 0, -1):
+                key = member.split(b"|", 1)[1]
+                if victim in holders.get(key, b""):
+                    return True
+        return False
 
     while (len(read_log(web.log_path)) < expected // 3 or not victim_holds_leases()) and \
             time.time() < deadline:
@@ -291,8 +299,9 @@ def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen],
     # the killed worker's leases (entries fetched or about to be, whose completion it never
     # sent) expired and went back to the queues: those, and only those, are fetched twice,
     # plus robots.txt of hosts it leased before sharing their answer
+    # (a lease the victim completed between the check and the kill leaves only its key's
+    # lock, which returns without counting: so expired may be 0, and then nothing is twice)
     expired = sum(s.get("frontier/redis/leases_expired", 0) for s in stats)
-    assert expired >= 1
     twice = {k: v for k, v in fetched.items() if v > 1}
     assert all(v == 2 for v in twice.values()), twice
     assert len([k for k in twice if k[1] != "/robots.txt"]) <= expired, (twice, expired)
