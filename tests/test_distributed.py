@@ -337,17 +337,13 @@ def test_workers_share_the_content_index(single_redis, testweb_factory,
         _kill_all(workers)
     items = [[json.loads(line) for line in (tmp_path / f"items{n}.jsonl").read_text().splitlines()]
              for n in range(2)]
-    unique = [{i["url"] for i in its if i["dedup"] and i["dedup"]["verdict"] == "unique"}
-              for its in items]
-    crossed = [i for n, its in enumerate(items) for i in its
-               if i["dedup"] and i["dedup"]["verdict"] != "unique"
-               and i["dedup"]["original"] in unique[1 - n]]
+    marked = [i for its in items for i in its if i["dedup"] and i["dedup"]["verdict"] != "unique"]
+    assert marked  # host 8's copies of host 0 are recognised (by one worker or across both)
     stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(2)]
     # each worker read the other's pages from the shared log; a copy is recognised across
     # workers when it is fetched after the log brought its original (polled once a second),
     # which the crawl's timing does not always give (CI saw a run with none): not asserted
     assert all(s.get("shared/docs/received", 0) > 0 for s in stats)
-    del crossed
     # no URL fetched by both workers (retries of 429/503 aside, which one worker repeats)
     log = read_log(web.log_path)
     assert not [k for k, v in Counter((e.host, e.path) for e in log if e.status == 200).items()
