@@ -38,9 +38,10 @@ _SETTINGS = {
 _COMPONENTS = [
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.hosts.netguard.NetworkGuardMiddleware", 10),
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.dedup.middleware.ContentDedupMiddleware", 450),
-    # off unless CRAWLER_EXT_RECRAWL_ENABLED / CRAWLER_EXT_SITEMAPS_ENABLED
+    # off unless CRAWLER_EXT_RECRAWL_ENABLED / _SITEMAPS_ENABLED / _RENDER_ENABLED
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.recrawl.middleware.RecrawlMiddleware", 440),
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.recrawl.sitemaps.SitemapMiddleware", 460),
+    ("DOWNLOADER_MIDDLEWARES", "crawler_ext.render.middleware.RenderMiddleware", 455),
     ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
      None),
     ("SPIDER_MIDDLEWARES", "crawler_ext.frontier.knownlinks.KnownLinksMiddleware", 50),
@@ -86,6 +87,16 @@ class Addon:
                          f"{settings['CRAWLER_EXT_POLITENESS_MIN_DELAY']})")
         for name, value in _SETTINGS.items():
             settings.set(name, value, priority="addon")
+        if _render_enabled(settings):
+            # app shells go to headless Chromium through scrapy-playwright's download handler
+            # (plain requests pass through it unchanged)
+            from crawler_ext.render.browser import require_render
+            from crawler_ext.render.middleware import HANDLER
+
+            require_render(settings)
+            for scheme in ("http", "https"):
+                settings["DOWNLOAD_HANDLERS"].set(scheme, HANDLER, priority="addon")
+            notes.append("app shells rendered in headless Chromium")
         kept = []
         for name, path, order in _COMPONENTS:
             if order is None:
@@ -109,6 +120,12 @@ def _default_max_delay() -> float:
     from crawler_ext import config
 
     return float(config.SETTINGS["CRAWLER_EXT_POLITENESS_MAX_DELAY"].default)
+
+
+def _render_enabled(settings: Any) -> bool:
+    from crawler_ext import config
+
+    return bool(config.get(settings, "CRAWLER_EXT_RENDER_ENABLED"))
 
 
 def _path(value: Any) -> str:

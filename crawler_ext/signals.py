@@ -33,7 +33,9 @@ storage_failed = object()
 #: ``active_hosts``, ``in_flight`` (the crawl report samples it); ``refuse_known``, a callable
 #: (request) -> bool that refuses a known link at once (the known-links spider middleware);
 #: ``schedule_refresh``, a callable (url, due) -> bool that queues a fetch again at ``due``
-#: (the recrawl middleware).
+#: (the recrawl middleware); ``lease_key``, a callable (request) -> the politeness key an
+#: in-flight request holds, and ``robots_allows``, a callable (url) -> bool (the rendering
+#: pool judges and paces a page's sub-requests with them).
 frontier_opened = object()
 
 #: A request left the downloader and its politeness key was released.  Arguments: ``key``,

@@ -176,4 +176,5 @@ class WebSpider(scrapy.Spider):
             "nofollow": directives.nofollow,
             "canonical": directives.canonical,
             "dedup": response.meta.get("dedup"),
+            "render": response.meta.get("render"),  # the app-shell verdict, when judged
         }

@@ -15,6 +15,7 @@ from scrapy.exceptions import UsageError
 
 from crawler_ext import config
 from crawler_ext.addon import SCHEDULER, Addon
+from crawler_ext.render.browser import require_render
 
 
 class Command(ScrapyCrawlCommand):
@@ -22,6 +23,7 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None
         try:
             config.validate_all(self.settings)
+            require_render(self.settings)
         except config.ConfigError as exc:
             raise UsageError(str(exc), print_help=False) from None
         if _uses_frontier(self.settings):

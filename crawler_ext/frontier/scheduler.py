@@ -55,7 +55,7 @@ from crawler_ext.frontier.keys import PolitenessKeys, canonical_key, politeness_
 from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.storage import Entry
-from crawler_ext.hosts.robots import RobotsCache
+from crawler_ext.hosts.robots import Decision, RobotsCache
 from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.recrawl.middleware import REFRESH_META
@@ -222,7 +222,8 @@ class FrontierScheduler(BaseScheduler):
                 sig.connect(self._keep_waiting, signal=signals.spider_idle)
             sig.send_catch_log(frontier_opened, progress=self.progress,
                                refuse_known=self.refuse_known,
-                               schedule_refresh=self.schedule_refresh)
+                               schedule_refresh=self.schedule_refresh,
+                               lease_key=self.lease_key, robots_allows=self.robots_allows)
         self._start_loop(self._flush, self.flush_interval)
         self.lag.start(call_later)
         if self._rules_log is not None:
@@ -400,6 +401,19 @@ class FrontierScheduler(BaseScheduler):
                                   due)
         self._arm_wake(due, time.time())
         return True
+
+    def lease_key(self, request: Request) -> str | None:
+        """The politeness key an in-flight request holds (the rendering pool paces the
+        page's own sub-requests at its delay)."""
+        info = self._inflight.get(request)
+        return info.entry.key if info is not None else None
+
+    def robots_allows(self, url: str) -> bool:
+        """Whether robots.txt, as cached now, lets ``url`` be fetched (an origin whose
+        robots.txt is not known yet: no)."""
+        if self.robots is None:
+            return True
+        return self.robots.cache.decide(url, time.time())[0] is Decision.FETCH
 
     def refuse_known(self, request: Request) -> bool:
         """True if ``request`` is a link whose exact spelling was recently admitted or found

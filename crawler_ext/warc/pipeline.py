@@ -8,8 +8,10 @@ as received (``Content-Encoding`` intact; only the chunked transfer coding is un
 ``Transfer-Encoding`` header is dropped with it).  For each fetch it writes a request record
 and a response record linked by ``WARC-Concurrent-To``; a body whose payload digest was
 archived before becomes a ``revisit`` record (profile identical-payload-digest, referring to
-the first capture), and a 304 a revisit of profile server-not-modified.  Items (one per page
-the spider parsed) add a ``metadata`` record: outlinks, fetch timing, the dedup verdict.
+the first capture), and a 304 a revisit of profile server-not-modified.  A page the
+rendering pool rendered adds its DOM as a ``conversion`` record referring to the response
+record of the shell.  Items (one per page the spider parsed) add a ``metadata`` record:
+outlinks, fetch timing, the dedup verdict.
 Pages the content-dedup middleware dropped get a metadata record naming their original.
 With ``CRAWLER_EXT_NOINDEX_STORE = False`` a noindex page (X-Robots-Tag, or meta robots of
 its HTML) is not archived at all.
@@ -123,6 +125,9 @@ class WarcPipeline:
 
     # -- records ---------------------------------------------------------------------------
     def response_downloaded(self, response: Any, request: Any, spider: Any = None) -> None:
+        if request.meta.get("playwright"):
+            self._conversion(response, request)
+            return
         if not self.store_noindex and raw_noindex(response):
             if self.stats is not None:
                 self.stats.inc_value("warc/skipped_noindex")
@@ -178,6 +183,21 @@ class WarcPipeline:
             self._captures.popitem(last=False)
         if self.stats is not None:
             self.stats.inc_value(f"warc/records/{kind}")
+
+    def _conversion(self, response: Any, request: Any) -> None:
+        """A page rendered in the browser: its DOM as a ``conversion`` record referring to
+        the response record of what the server sent (the shell, archived when fetched)."""
+        uri = request.url
+        body = response.body
+        headers = {"WARC-Payload-Digest": payload_digest(body)}
+        original = self._captures.get(uri)
+        if original:
+            headers["WARC-Refers-To"] = original
+        record = self.writer.builder.create_warc_record(
+            uri, "conversion", payload=io.BytesIO(body), length=len(body),
+            warc_content_type="text/html; charset=utf-8", warc_headers_dict=headers)
+        if self._write(record) and self.stats is not None:
+            self.stats.inc_value("warc/records/conversion")
 
     def process_item(self, item: Any, spider: Any = None) -> Any:
         try:
