@@ -14,6 +14,8 @@ App shells (the same small HTML for every route; ``/app.js`` builds the page):
   from its own host and renders the text and links it holds.
 * ``nosy``: ``/`` and ``/n/1`` ... ``/n/3``; the script first tries the forbidden listener
   (a private address) and another host (``vanilla``'s ``/cross-probe``), then renders.
+* ``hang``: ``/`` and ``/h/1``, shells with one plain link (to the next page) whose
+  ``/app.js`` answers only after ``HANG_SECONDS``: the page never loads in time.
 
 Server-rendered pages, which must not be rendered:
 
@@ -36,13 +38,15 @@ import sys
 import time
 from typing import IO, Any
 
-__all__ = ["FORBIDDEN_ADDRESS", "KINDS", "respond", "truth"]
+__all__ = ["FORBIDDEN_ADDRESS", "HANG_SECONDS", "KINDS", "respond", "truth"]
 
 FORBIDDEN_ADDRESS = "127.0.0.4"
-KINDS = ("vanilla", "jsonapp", "nosy", "ssr", "noscript", "tiny")
+KINDS = ("vanilla", "jsonapp", "nosy", "hang", "ssr", "noscript", "tiny")
+HANG_SECONDS = 30.0
 #: kind -> (path prefix of its pages, number of pages besides "/", is an app shell)
 _SITES = {"vanilla": ("/page/", 5, True), "jsonapp": ("/item/", 4, True),
-          "nosy": ("/n/", 3, True), "ssr": ("/s/", 5, False), "noscript": ("/ns/", 3, False),
+          "nosy": ("/n/", 3, True), "hang": ("/h/", 1, True),
+          "ssr": ("/s/", 5, False), "noscript": ("/ns/", 3, False),
           "tiny": ("/t/", 3, False)}
 _WORDS = ("archive crawler frontier page script render browser index server content link "
           "politeness host queue fetch robots budget shell token node layout event window "
@@ -82,7 +86,7 @@ def truth(port: int) -> dict[str, Any]:
         shell = _SITES[kind][2]
         for path in _pages(kind):
             pages[f"http://{kind}.apps.test:{port}{path}"] = {
-                "shell": shell, "js_only": shell and path != "/"}
+                "shell": shell, "js_only": shell and path != "/" and kind != "hang"}
     return {"pages": pages, "forbidden_paths": ["/cross-probe", "/api/secret", "/img/logo.png"]}
 
 
@@ -91,7 +95,7 @@ _SHELL = """<!doctype html>
 <link rel="icon" href="data:,">
 <script defer src="/app.js"></script></head>
 <body><noscript>You need to enable JavaScript to run this app.</noscript>
-<div id="{root}"></div></body></html>
+<div id="{root}"></div>{links}</body></html>
 """
 
 _VANILLA_JS = """(function () {
@@ -209,8 +213,9 @@ def respond(host: str, path: str, port: int, forbidden_port: int) -> tuple[int, 
         return 404, html, b"<html><body>not found</body></html>"
     title = f"{kind} {path}"
     if _SITES[kind][2]:  # an app shell: the same HTML on every route
-        root = {"vanilla": "app", "jsonapp": "root", "nosy": "__next"}[kind]
-        return 200, html, _SHELL.format(title=title, root=root).encode()
+        root = {"vanilla": "app", "jsonapp": "root", "nosy": "__next", "hang": "app"}[kind]
+        plain = _anchors(_links(kind, n)) if kind == "hang" else ""
+        return 200, html, _SHELL.format(title=title, root=root, links=plain).encode()
     links = _links(kind, n)
     if kind == "ssr":
         scripts = "\n".join(f'<script defer src="/static/chunk{i}.js"></script>'
@@ -238,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     from twisted.internet import reactor
     from twisted.internet.protocol import Factory, Protocol
     from twisted.web.resource import Resource
-    from twisted.web.server import Site
+    from twisted.web.server import NOT_DONE_YET, Site
 
     from testweb.requestlog import write_entry
 
@@ -268,6 +273,17 @@ def main(argv: list[str] | None = None) -> int:
             request.setResponseCode(status)
             for name, value in headers.items():
                 request.setHeader(name, value)
+
+            def finish() -> None:
+                if request.finished or request._disconnected:
+                    return
+                request.write(body)
+                request.finish()
+                write_entry(log, request, host, path, start, status, len(body))
+
+            if host.startswith("hang.") and path == "/app.js":
+                reactor.callLater(HANG_SECONDS, finish)
+                return NOT_DONE_YET
             write_entry(log, request, host, path, start, status, len(body))
             return body
 

@@ -11,8 +11,11 @@ a shell.  The signals, each counted once:
 * ``scripts`` (+1): at least three ``<script>`` elements, or 20 kB of inline script;
 * ``empty_root`` (+2): an element frameworks mount into (``id`` root, app, __next, __nuxt,
   ___gatsby, svelte; ``ng-app``; ``<app-root>``) with no text in it;
+* ``empty_body`` (+1): no visible word and no image, form, table, media or frame at all
+  (a body of scripts: Ember, Flutter, SvelteKit);
 * ``noscript_js`` (+1): a ``<noscript>`` that asks for JavaScript;
-* ``few_links`` (+1): fewer than three ``<a href>`` outside ``<noscript>``.
+* ``few_links`` (+1): fewer than three ``<a href>`` outside ``<noscript>``;
+* ``server_content`` (-1): a form, table, image or media element served in the HTML.
 
 Vetoes (the page is served with its content): ``max_words`` visible words or more, a
 ``<noscript>`` that carries the content itself (``min_words`` words or three links), or a
@@ -40,6 +43,8 @@ _NOSCRIPT_JS = re.compile(r"(enable|requires?|need|turn on|activate|without)\W+(
                           re.IGNORECASE)
 _SKIP = frozenset({"script", "style", "template", "noscript", "head", "title", "meta", "link"})
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CONTENT = ("form", "table", "img", "picture", "video", "audio", "iframe", "svg", "canvas",
+            "input", "select", "textarea")
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,7 @@ class ShellDetector:
                 roots.append(el)
         empty_root = any(not _WORD.search(el.text_content()) for el in roots)
         words = len(_WORD.findall(tree.text_content()))
+        content = any(True for _ in tree.iter(*_CONTENT))
         signals: list[str] = []
         score = 0
         if words < self.min_words:
@@ -121,12 +127,18 @@ class ShellDetector:
         if empty_root:
             signals.append("empty_root")
             score += 2
+        if words == 0 and not content and links == 0:
+            signals.append("empty_body")
+            score += 1
         if noscript_js:
             signals.append("noscript_js")
             score += 1
         if links < 3:
             signals.append("few_links")
             score += 1
+        if content:
+            signals.append("server_content")
+            score -= 1
         veto = None
         if words >= self.max_words:
             veto = "text"
