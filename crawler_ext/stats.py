@@ -96,6 +96,28 @@ STATS: list[Stat] = [
     Stat(("recrawl/estimated_freshness",),
          "expected share of the pages whose copy is fresh, by the latest allocation of each "
          "host's refresh budget over its pages' estimated change rates"),
+    Stat(("render/checked", "render/detected", "render/queued"),
+         "rendering on: HTML pages with a script judged for the app-shell signals; judged "
+         "app shells; render requests queued for them"),
+    Stat(("render/rendered", "render/ms"),
+         "pages rendered in headless Chromium; mean time a render took, ms (its turn in the "
+         "pool included)"),
+    Stat(("render/timeouts", "render/failed", "render/fallback", "render/settle_timeouts"),
+         "renders past CRAWLER_EXT_RENDER_TIMEOUT; renders that failed otherwise; pages then "
+         "fetched plainly again and parsed as served; pages not network-idle within "
+         "CRAWLER_EXT_RENDER_SETTLE (rendered anyway)"),
+    Stat(("render/subrequests", "render/subrequests_blocked",
+          "render/subrequests_blocked/<reason>"),
+         "requests of rendering pages let through (paced at the host's delay); refused, by "
+         "reason: `other_host`, `private_address`, `robots`, `resource_type`, `scheme`, "
+         "`navigation` (a script leaving the page), `late` (past the page's deadline), "
+         "`detached`, `unknown_page`"),
+    Stat(("render/context_restarts", "render/context_restarts/<reason>"),
+         "browser contexts replaced: `pages` (CRAWLER_EXT_RENDER_CONTEXT_PAGES), `memory` "
+         "(CRAWLER_EXT_RENDER_MEMORY_MB)"),
+    Stat(("render/refused_address",),
+         "rendered pages dropped because the browser reached an address the SSRF guard "
+         "refuses"),
     Stat(("sitemaps/requested", "sitemaps/fetched", "sitemaps/urls"),
          "sitemaps asked for (robots.txt's, /sitemap.xml, those an index lists); read; URLs "
          "handed to admission"),
@@ -108,7 +130,8 @@ STATS: list[Stat] = [
          "hrefs the reference spider skipped: `scheme`, `bad_url`, `too_long`"),
     Stat(("dedup/hosts_with_duplicates", "dedup/host_rate/<host>"),
          "hosts serving duplicates; the 20 highest duplicate rates"),
-    Stat(("warc/records/response", "warc/records/revisit", "warc/records/metadata"),
+    Stat(("warc/records/response", "warc/records/revisit", "warc/records/metadata",
+          "warc/records/conversion"),
          "WARC records written, by type"),
     Stat(("warc/files", "warc/bytes"),
          "WARC files closed and bytes written"),

@@ -1,9 +1,9 @@
 """The app web: client-rendered sites (app shells) beside server-rendered ones, on loopback.
 
 ``python -m testweb.apps --log requests.jsonl --forbidden-log forbidden.jsonl`` serves
-virtual hosts ``<kind>.apps.test`` on 127.0.0.1, and a *forbidden* listener on
-``FORBIDDEN_ADDRESS`` (outside the crawl's allowed networks) that logs every connection it
-receives.  Every page's label (shell or not) and the pages that only JavaScript links reach
+virtual hosts ``<kind>.apps.test`` (and copies ``<kind>-<n>.apps.test``) on 127.0.0.1, and a
+*forbidden* listener on ``FORBIDDEN_ADDRESS`` (outside the crawl's allowed networks) that logs
+every connection it receives.  Every page's label (shell or not) and the pages that only JavaScript links reach
 are in :func:`truth`.
 
 App shells (the same small HTML for every route; ``/app.js`` builds the page):
@@ -168,8 +168,9 @@ _TINY = """<!doctype html>
 """
 
 
-def _page_data(kind: str) -> dict[str, dict[str, Any]]:
-    return {path: {"title": f"{kind} {path}", "text": _text(f"{kind}{path}"),
+def _page_data(kind: str, label: str) -> dict[str, dict[str, Any]]:
+    """The pages of host ``label`` (``kind`` or a copy ``kind-n``, whose texts differ)."""
+    return {path: {"title": f"{label} {path}", "text": _text(f"{label}{path}"),
                    "links": _links(kind, n)} for n, path in enumerate(_pages(kind))}
 
 
@@ -178,7 +179,8 @@ def _anchors(links: list[str]) -> str:
 
 
 def respond(host: str, path: str, port: int, forbidden_port: int) -> tuple[int, dict, bytes]:
-    kind = host.split(".")[0]
+    label = host.split(".")[0]
+    kind = label.split("-")[0]  # <kind>-<n>.apps.test: a copy (benchmarks)
     html = {"Content-Type": "text/html; charset=utf-8"}
     js = {"Content-Type": "application/javascript"}
     if kind not in _SITES:
@@ -192,7 +194,7 @@ def respond(host: str, path: str, port: int, forbidden_port: int) -> tuple[int, 
     if path == "/api/secret":
         return 200, {"Content-Type": "application/json"}, b'{"secret": true}'
     if path == "/app.js":
-        data = json.dumps(_page_data(kind))
+        data = json.dumps(_page_data(kind, label))
         if kind == "vanilla":
             return 200, js, (_VANILLA_JS % data).encode()
         if kind == "jsonapp":
@@ -204,7 +206,7 @@ def respond(host: str, path: str, port: int, forbidden_port: int) -> tuple[int, 
     if kind == "jsonapp" and path.startswith("/api/item/") and path.endswith(".json"):
         number = path[len("/api/item/"):-len(".json")]
         page = "/" if number == "0" else f"/item/{number}"
-        data = _page_data(kind).get(page)
+        data = _page_data(kind, label).get(page)
         if data is None:
             return 404, {"Content-Type": "application/json"}, b"{}"
         return 200, {"Content-Type": "application/json"}, json.dumps(data).encode()

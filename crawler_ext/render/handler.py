@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -44,14 +45,26 @@ __all__ = ["RenderDownloadHandler"]
 logger = logging.getLogger(__name__)
 
 _TRANSIENT_META = ("playwright_page_init_callback", "playwright_page_methods")
+LATENCY_META = "crawler_ext_render_server_latency"
+#: crawler -> the semaphore of its rendering pool
+_POOLS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 @dataclass
 class _Page:
     url: str
+    meta: dict
     pacer: PagePacer
     deadline: float
-    navigated: bool = False
+    navigation: Any = None
+    navigated_at: float = 0.0
+
+    def finished(self, request: Any) -> None:
+        if request is self.navigation and LATENCY_META not in self.meta:
+            # the server's time for the page itself: the frontier's adaptive delay follows
+            # the server, never the browser's work on the page
+            self.meta[LATENCY_META] = time.time() - self.navigated_at
+        self.pacer.finished(request)
 
 
 class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
@@ -118,8 +131,8 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
             return await super().download_request(request)
         import asyncio
 
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.concurrency)
+        if self._slots is None:  # one pool for http and https (a handler each)
+            self._slots = _POOLS.setdefault(self._crawler, asyncio.Semaphore(self.concurrency))
         async with self._slots:
             name = f"crawler_ext-render-{self._generation}"
             request.meta["playwright_context"] = name
@@ -133,6 +146,9 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
             finally:
                 for key in _TRANSIENT_META:
                     request.meta.pop(key, None)
+                # scrapy-playwright's download_latency is the whole render: the frontier
+                # takes the page's own fetch instead (0 if it never answered)
+                request.meta["download_latency"] = request.meta.pop(LATENCY_META, 0.0)
                 self._in_context[name] -= 1
                 self._rendered[name] += 1
                 await self._recycle(name)
@@ -143,11 +159,11 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
             return response
 
     async def _page_opened(self, page: Any, request: Any) -> None:
-        state = _Page(request.url, PagePacer(self._delay_for(request)),
+        state = _Page(request.url, request.meta, PagePacer(self._delay_for(request)),
                       time.time() + self.timeout + self.settle)
         self._pages[page] = state
-        page.on("requestfinished", state.pacer.finished)
-        page.on("requestfailed", state.pacer.finished)
+        page.on("requestfinished", state.finished)
+        page.on("requestfailed", state.finished)
         page.on("close", lambda _page: self._pages.pop(page, None))
 
     async def _settle_page(self, page: Any) -> None:
@@ -168,9 +184,10 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         if state is None:
             return self._blocked("unknown_page")
         navigation = main and request.is_navigation_request()
-        if navigation and not state.navigated:
-            state.navigated = True  # the page itself: the frontier paced it
+        if navigation and state.navigation is None:
+            state.navigation = request  # the page itself: the frontier paced it
             await state.pacer.hold(request)
+            state.navigated_at = time.time()
             return False
         if navigation:
             return self._blocked("navigation")  # a script sending the page elsewhere
