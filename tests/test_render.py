@@ -166,8 +166,8 @@ def apps(tmp_path: Path) -> Iterator[Apps]:
     server.stop()
 
 
-def crawl(apps: Apps, tmp_path: Path, kinds: list[str], **settings):
-    seeds = ",".join(apps.url(k) for k in kinds)
+def crawl(apps: Apps, tmp_path: Path, kinds: list[str], *more_seeds: str, **settings):
+    seeds = ",".join([apps.url(k) for k in kinds] + list(more_seeds))
     base = {"CRAWLER_EXT_HOSTS": HOSTS, "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.1/32",
             "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.2, "CRAWLER_EXT_RENDER_ENABLED": True,
             "CRAWLER_EXT_WARC_DIR": str(tmp_path / "warcs"), "LOG_LEVEL": "INFO"}
@@ -247,8 +247,11 @@ def test_app_shells_are_rendered_and_every_js_link_fetched(apps, tmp_path: Path)
 def test_a_render_that_times_out_falls_back_to_the_plain_page(apps, tmp_path: Path) -> None:
     """``hang``'s script never arrives in time: the page is fetched plainly again and parsed
     as served (its plain link still followed); a 64 MiB memory cap replaces the browser
-    context after every page, and rendering goes on."""
-    result = crawl(apps, tmp_path, ["hang", "vanilla"], CRAWLER_EXT_RENDER_TIMEOUT=2,
+    context after every page, and rendering goes on.  Every vanilla page is a seed, so its
+    renders come one after another after the plain fetches: the host's delay must follow the
+    server's time for each page, not the render's."""
+    pages = [apps.url("vanilla", p) for p in ["/"] + [f"/page/{i}" for i in range(1, 6)]]
+    result = crawl(apps, tmp_path, ["hang"], *pages, CRAWLER_EXT_RENDER_TIMEOUT=2,
                    CRAWLER_EXT_RENDER_SETTLE=1, CRAWLER_EXT_RENDER_MEMORY_MB=64,
                    CLOSESPIDER_TIMEOUT=120)
     assert result.returncode == 0, result.output[-3000:]
@@ -264,6 +267,7 @@ def test_a_render_that_times_out_falls_back_to_the_plain_page(apps, tmp_path: Pa
     assert "is fetched plainly again" in result.output
     log = read_log(apps.log_path)
     assert politeness_violations(log, min_gap=0.2) == []
+    assert result.stat("frontier/delay_max") < 1.0
 
 
 def test_rendering_without_a_browser_is_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:
