@@ -1370,6 +1370,7 @@ def bench_render(quick: bool) -> None:
                                                                  "CRAWLER_EXT_RENDER_CONCURRENCY":
                                                                  4})):
             stats_file = tmp_path / f"stats-{len(rows)}.json"
+            server.log_path.write_text("")
             cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a",
                    f"seeds={tmp_path / 'seeds.txt'}", "-s", f"CRAWLER_EXT_STATS_FILE={stats_file}",
                    "-s", f"CRAWLER_EXT_WARC_DIR={tmp_path / 'warcs'}"]
@@ -1381,7 +1382,11 @@ def bench_render(quick: bool) -> None:
                 raise RuntimeError(f"crawl failed: {proc.stderr[-2000:]}")
             stats = json.loads(stats_file.read_text())
             seconds = stats["elapsed_time_seconds"]
-            pages = stats.get("item_scraped_count", 0)
+            # pages the server served (the plain crawl's shells are near-duplicates of each
+            # other, so its items would undercount them)
+            wanted = {url.split("//", 1)[1].split(":", 1)[0] + "/" + url.split("/", 3)[3]
+                      for url in urls}
+            pages = len({f"{e.host}{e.path}" for e in read_log(server.log_path)} & wanted)
             rows.append([name, pages, stats.get("render/rendered", 0), round(seconds, 1),
                          pages / seconds, stats.get("render/ms", "")])
         base = rows[0][4]

@@ -85,6 +85,40 @@ def test_noscript_content_is_not_a_shell() -> None:
     assert not verdict.shell and verdict.veto == "noscript_content"
 
 
+# -- the middleware, in process ---------------------------------------------------------------
+def test_a_shell_reached_by_a_redirect_is_queued_for_rendering_past_the_seen_set() -> None:
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+
+    from crawler_ext.frontier.scheduler import _checks_seen
+    from crawler_ext.hosts.netguard import NetworkGuard
+    from crawler_ext.render.middleware import RenderMiddleware
+
+    mw = RenderMiddleware(ShellDetector(), NetworkGuard(["127.0.0.0/8"]))
+    shell = (DATA / "shell-vite-react.html").read_bytes()
+    request = Request("http://app.test/old", meta={
+        "depth": 2, "redirect_urls": ["http://app.test/old"], "redirect_times": 1,
+        "download_latency": 0.01, "user_key": "kept"})
+    response = HtmlResponse("http://app.test/new", body=shell, request=request)
+    queued = mw.process_response(request, response)
+    assert isinstance(queued, Request) and queued.url == "http://app.test/new"
+    assert queued.dont_filter and queued.meta["playwright"]
+    assert not _checks_seen(queued)  # the seen set knows the URL: it was just fetched
+    assert "redirect_urls" not in queued.meta and "download_latency" not in queued.meta
+    assert queued.meta["depth"] == 2 and queued.meta["user_key"] == "kept"
+    assert queued.meta["render"]["shell"] and not queued.meta["render"]["rendered"]
+    # the rendered page comes back through: passed on, marked rendered
+    rendered = HtmlResponse("http://app.test/new", body=b"<html><body><h1>x</h1></body>",
+                            request=queued)
+    assert mw.process_response(queued, rendered) is rendered
+    assert queued.meta["render"]["rendered"]
+    # a page with its content is passed on with its verdict
+    page = HtmlResponse("http://app.test/p", body=(DATA / "page-gatsby.html").read_bytes(),
+                        request=Request("http://app.test/p"))
+    assert mw.process_response(page.request, page) is page
+    assert page.meta["render"]["shell"] is False
+
+
 # -- sub-request guards ----------------------------------------------------------------------
 def _policy(robots=None) -> SubrequestPolicy:
     return SubrequestPolicy(frozenset({"image", "font", "media"}),
@@ -279,3 +313,20 @@ def test_rendering_without_a_browser_is_one_line_and_a_non_zero_exit(tmp_path: P
     assert "CRAWLER_EXT_RENDER_BROWSER: '/nonexistent/chromium' is not an executable" in \
         result.output
     assert "Traceback" not in result.output
+
+
+def test_rendering_without_the_extra_is_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()  # scrapy-playwright not installed, as far as this crawl can tell
+    (hook / "sitecustomize.py").write_text("import sys\nsys.modules['scrapy_playwright'] = None\n")
+    from conftest import ROOT
+
+    result = run_crawl("-a", "seeds=http://vanilla.apps.test:9/",
+                       items_path=tmp_path / "items.jsonl",
+                       settings={"CRAWLER_EXT_RENDER_ENABLED": True},
+                       env={"PYTHONPATH": f"{hook}:{ROOT}"})
+    assert result.returncode != 0
+    assert "CRAWLER_EXT_RENDER_ENABLED needs scrapy-playwright: pip install " \
+        "'crawler_ext[render]'" in result.output
+    assert "Traceback" not in result.output
+

@@ -75,6 +75,16 @@ def test_a_series_cut_by_a_kill_still_draws(tmp_path: Path) -> None:
     assert "still running or killed" in page
 
 
+def test_the_rendering_pool_gets_a_line_when_it_was_on(tmp_path: Path) -> None:
+    _series(tmp_path / REPORT_NAME)
+    (run,) = load(tmp_path / REPORT_NAME)
+    assert "app shells" not in render([run])
+    run.samples[-1]["stats"].update({"render/checked": 9, "render/detected": 4,
+                                     "render/rendered": 3, "render/timeouts": 1,
+                                     "render/subrequests_blocked": 7, "render/ms": 812.5})
+    assert "<td>4 / 3 / 1 / 7 / 812.5</td>" in render([run])
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = report(str(tmp_path / "nothing"), "-o", str(tmp_path / "r.html"))
     assert result.returncode == 2 and result.stderr.count("\n") == 1

@@ -3,8 +3,8 @@
 ``python -m testweb.apps --log requests.jsonl --forbidden-log forbidden.jsonl`` serves
 virtual hosts ``<kind>.apps.test`` (and copies ``<kind>-<n>.apps.test``) on 127.0.0.1, and a
 *forbidden* listener on ``FORBIDDEN_ADDRESS`` (outside the crawl's allowed networks) that logs
-every connection it receives.  Every page's label (shell or not) and the pages that only JavaScript links reach
-are in :func:`truth`.
+every connection it receives.  Every page's label (shell or not) and the pages that only
+JavaScript links reach are in :func:`truth`.
 
 App shells (the same small HTML for every route; ``/app.js`` builds the page):
 

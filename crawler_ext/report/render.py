@@ -388,6 +388,13 @@ def render(runs: list[Run]) -> str:
         ["WARC directory", warc_dir or "(archiving off)"],
         ["WARC files / bytes", f"{len(warc_files)} / {sum(s for _, s in warc_files):,}"],
     ]
+    if stats.get("render/checked"):  # the rendering pool was on
+        failed = stats.get("render/timeouts", 0) + stats.get("render/failed", 0)
+        summary.append(["app shells: detected / rendered / failed / sub-requests blocked / "
+                        "mean render ms",
+                        f"{stats.get('render/detected', 0)} / {stats.get('render/rendered', 0)}"
+                        f" / {failed} / {stats.get('render/subrequests_blocked', 0)} / "
+                        f"{stats.get('render/ms', '-')}"])
     slow = sorted(hosts, key=lambda h: (-h["backoffs"], -h["max_delay"]))[:15]
     figures = "\n".join(
         f"<figure class='plot' id='plot-{name}'><img alt='{html.escape(title)}' "
