@@ -171,6 +171,58 @@ def test_a_leased_host_is_fetched_by_one_worker_and_a_crashed_lease_returns(redi
     assert b._remote == 2  # h1/p/2 and h2/p/1 are still leased (by b)
 
 
+class _Evidence:
+    """A worker's trap evidence, as the scheduler answers the shared frontier."""
+
+    def __init__(self, traps: set[str]) -> None:
+        self.traps = traps
+
+    def trap_pattern(self, url: str) -> tuple[str, bool]:
+        from crawler_ext.admission.filters import url_pattern
+        from crawler_ext.admission.urls import host_of
+
+        pattern = url_pattern(url)
+        return f"{host_of(url)}\t{pattern}", pattern in self.traps
+
+    def wake(self) -> None:
+        pass
+
+
+def test_a_trap_patterns_cap_holds_across_workers(redis) -> None:
+    """CRAWLER_EXT_HOST_PATTERN_CAP is counted in Redis with the push, for every pattern;
+    once a worker's evidence calls a pattern a trap, all workers together admit no more of it
+    than the cap (a pattern not judged a trap is only counted)."""
+    from crawler_ext.admission.filters import url_pattern
+
+    trap = url_pattern("http://h1/p/1")
+    workers = []
+    for _ in range(3):
+        f = RedisFrontier(redis, "t", PolitenessPolicy(min_delay=0.0, max_delay=0.0),
+                          [5, 2, 1], RedisBloom(redis, "t", 10_000), shards=4, buffer=8,
+                          pattern_cap=4, on_stat=lambda k, v, w=len(workers): stats[w].update(
+                              {k: stats[w].get(k, 0) + v}))
+        f.attach(_Evidence(set()))
+        f.open()
+        workers.append(f)
+    stats: list[dict] = [{}, {}, {}]
+    # before any evidence: three URLs each, all admitted (and counted: 9 of the pattern)
+    for w, f in enumerate(workers):
+        f.add([_entry("h1", 10 * w + i) for i in range(3)])
+        _exchange(f)
+    # now every worker calls the pattern a trap: nothing more of it, from anyone
+    for w, f in enumerate(workers):
+        f.hooks.traps.add(trap)
+        f.add([_entry("h1", 100 + 10 * w + i) for i in range(3)] + [_entry("h2", w)])
+        _exchange(f)
+    rejected = sum(s.get("admission/rejected/pattern_cap", 0) for s in stats)
+    assert rejected == 9
+    assert sum(s.get("frontier/redis/pushed", 0) for s in stats) == 9 + 3
+    # a fresh host's pattern under the cap is admitted though judged a trap
+    workers[0].add([_entry("h3", i) for i in range(6)])
+    _exchange(workers[0])
+    assert stats[0].get("admission/rejected/pattern_cap", 0) - 3 == 2  # 4 admitted, 2 not
+
+
 def test_one_keys_entries_leave_in_request_priority_order(redis) -> None:
     f = _frontier(redis)
     f.policy = PolitenessPolicy(min_delay=0.0, max_delay=0.0)

@@ -18,6 +18,9 @@ script touches one Redis Cluster slot.  Per shard:
 ``{P:sN}:lk``, ``:lo``      leased keys -> lease expiry, and the worker holding each
 ``{P:sN}:ls``               leased entries ``id|key`` -> lease expiry
 ``{P:sN}:id``               entry id counter
+``{P:sN}:budget``           host -> URLs admitted (``CRAWLER_EXT_HOST_PAGE_BUDGET``)
+``{P:sN}:pcap``             host and URL pattern -> URLs admitted
+                            (``CRAWLER_EXT_HOST_PATTERN_CAP``, held once a pattern is a trap)
 ==========================  ======================================================
 
 One Lua script per shard does a worker's whole exchange at once, atomically: push admitted
@@ -161,6 +164,7 @@ class RedisFrontier:
         wait_for_seeds: bool = False,
         on_stat: Callable[[str, float], None] | None = None,
         host_budget: int = 0,
+        pattern_cap: int = 0,
     ) -> None:
         self.redis = redis
         self.prefix = prefix
@@ -178,6 +182,7 @@ class RedisFrontier:
         self.stats_key = stats_key
         self.wait_for_seeds = wait_for_seeds
         self.host_budget = host_budget  # CRAWLER_EXT_HOST_PAGE_BUDGET, held across workers
+        self.pattern_cap = pattern_cap  # CRAWLER_EXT_HOST_PATTERN_CAP, held across workers
         self.max_in_flight = 1  # a leased key is fetched by one worker, one request at a time
         self.parked: dict[str, float] = {}  # the shared frontier does not park (yet)
         # who holds a lease, as `status` shows it: host, process, and a nonce for restarts
@@ -207,7 +212,8 @@ class RedisFrontier:
         self._idle = False  # the last exchange took nothing
         self._lock = threading.Lock()
         self._health = health_of(redis)  # one log line per outage for all components
-        self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...)
+        self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...),
+        # trap_pattern(url)
 
     # -- the Frontier interface --------------------------------------------------------------
     def add(self, entries: list[Entry], check_seen: bool = True) -> None:
@@ -399,11 +405,22 @@ class RedisFrontier:
             return ops[n]
 
         outbox, self._outbox = self._outbox, []
+        trap_pattern = self.hooks.trap_pattern if self.pattern_cap and self.hooks else None
         for entry, check, due in outbox:
             op = shard(entry.key)
             blob = _HEAD.pack(entry.band, priority_rank(entry.priority),
                               to_unsigned(entry.fp)) + entry.data
-            op.push.append((entry, check, blob, due))  # type: ignore[arg-type]
+            # a new URL counts against its pattern's cap; whether the pattern is a trap is
+            # this worker's evidence (its fetched pages of the pattern), asked here, on the
+            # reactor thread
+            pattern, trap = ("", False)
+            if trap_pattern is not None and due is None:
+                try:
+                    pattern, trap = trap_pattern(entry_url(entry.data))
+                except (ValueError, KeyError, pickle.UnpicklingError):
+                    pass
+            op.push.append((entry, check, blob, due, pattern,  # type: ignore[arg-type]
+                            "1" if trap else ""))
         now = time.time()
         for key, delay, blob, back, since in self._release:
             # the delay counts from the response; what is left of it from now on
@@ -457,13 +474,13 @@ class RedisFrontier:
             args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
                                len(op.push), len(op.release) // 4, len(op.done), len(op.renew),
                                len(op.renew_keys), *take, int(counts.get("reap", 0)),
-                               self.host_budget]
+                               self.host_budget, self.pattern_cap]
             now = time.time()
-            for entry, _, blob, due in op.push:  # type: ignore[misc]
+            for entry, _, blob, due, pattern, trap in op.push:  # type: ignore[misc]
                 delay = "" if due is None else repr(round(max(0.0, due - now), 3))
                 # a new URL counts against its host's budget (a delayed refresh does not)
                 host = _host_of_entry(entry) if self.host_budget and due is None else ""
-                args += [entry.key, entry.band, delay, blob, host]
+                args += [entry.key, entry.band, delay, blob, host, pattern, trap]
             args += op.release + op.done + op.renew + op.renew_keys
             self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
             commands += 1
@@ -481,16 +498,17 @@ class RedisFrontier:
         out: dict[str, Any] = {"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
                                "pushed": len(pushes) - filtered, "commands": commands,
                                "remote": {}, "seeds": [], "seeds_waiting": None,
-                               "failed": {}, "error": None, "over": 0}
+                               "failed": {}, "error": None, "over": 0, "pover": 0}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
                 out["failed"][n] = ops.get(n) or _Ops()
                 out["error"] = f"{type(result).__name__}: {result}"
                 out["pushed"] -= len(out["failed"][n].push)
                 continue
-            outstanding, expired, lost, taken, over = result
+            outstanding, expired, lost, taken, over, pover = result
             out["over"] += int(over)
-            out["pushed"] -= int(over)
+            out["pover"] += int(pover)
+            out["pushed"] -= int(over) + int(pover)
             out["remote"][n] = int(outstanding)
             out["expired"] += int(expired)
             out["lost"] += int(lost)
@@ -530,6 +548,8 @@ class RedisFrontier:
             self._stat("frontier/redis/pushed", out["pushed"])
         if out["over"]:  # over the host's budget, counted by all workers together
             self._stat("admission/rejected/host_budget", out["over"])
+        if out["pover"]:  # a trap pattern over its cap, counted by all workers together
+            self._stat("admission/rejected/pattern_cap", out["pover"])
         if out["expired"]:
             self._stat("frontier/redis/leases_expired", out["expired"])
         if out["lost"]:
@@ -568,7 +588,7 @@ class RedisFrontier:
     def _requeue(self, ops: dict[int, _Ops]) -> None:
         """Work of shards whose exchange failed, back for the next one."""
         for op in ops.values():
-            for entry, check, _, due in op.push:  # type: ignore[misc]
+            for entry, check, _, due, *_ in op.push:  # type: ignore[misc]
                 self._outbox.append((entry, check, due))
             now = time.time()
             for i in range(0, len(op.release), 4):

@@ -5,24 +5,34 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local total = tonumber(ARGV[10 + nb])
 local budget = tonumber(ARGV[12 + nb])
-local i = 13 + nb
--- admitted entries: [key, band, delay ('' or seconds from now), blob, host ('': uncounted)];
--- a host's admissions by all workers are counted here and held to the budget (0: none)
-local over = 0
+local cap = tonumber(ARGV[13 + nb])
+local i = 14 + nb
+-- admitted entries: [key, band, delay ('' or seconds from now), blob, host ('': uncounted),
+-- pattern ('host<TAB>pattern', '': uncounted), trap ('1': the pushing worker's evidence says
+-- the pattern is a trap)]; a host's admissions by all workers are counted here and held to
+-- the budget (0: none), a pattern's too, and a trap pattern is held to its cap (0: none)
+local over, pover = 0, 0
 for _ = 1, n_push do
   local key, band, delay, blob = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
-  local host = ARGV[i + 4]
-  i = i + 5
+  local host, pattern, trap = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
+  i = i + 7
   local admit = true
-  if budget > 0 and host ~= '' then
-    if tonumber(redis.call('HGET', P..':budget', host) or '0') >= budget then
-      over = over + 1
-      admit = false
-    else
-      redis.call('HINCRBY', P..':budget', host, 1)
-    end
+  if budget > 0 and host ~= '' and
+      tonumber(redis.call('HGET', P..':budget', host) or '0') >= budget then
+    over = over + 1
+    admit = false
+  elseif cap > 0 and pattern ~= '' and trap == '1' and
+      tonumber(redis.call('HGET', P..':pcap', pattern) or '0') >= cap then
+    pover = pover + 1
+    admit = false
   end
   if admit then
+    if budget > 0 and host ~= '' then
+      redis.call('HINCRBY', P..':budget', host, 1)
+    end
+    if cap > 0 and pattern ~= '' then
+      redis.call('HINCRBY', P..':pcap', pattern, 1)
+    end
     local id = redis.call('INCR', P..':id')
     redis.call('HSET', P..':e', id, blob)
     if delay ~= '' then
@@ -131,4 +141,4 @@ for pass = 1, 2 do
   end
  end
 end
-return {redis.call('HLEN', P..':e'), expired, lost, out, over}
+return {redis.call('HLEN', P..':e'), expired, lost, out, over, pover}

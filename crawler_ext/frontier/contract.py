@@ -43,6 +43,9 @@ class FrontierHooks(Protocol):
     def seeds(self, urls: list[str]) -> None: ...
     def robots_import(self, origin: str, status: int | None, body: bytes,
                       fetched_at: float) -> None: ...
+    def trap_pattern(self, url: str) -> tuple[str, bool]:
+        """``url``'s host and URL pattern (one string), and whether this process' evidence
+        says the pattern is a trap (the shared frontier holds trap patterns to their cap)."""
 
 
 class FrontierBackend(Protocol):

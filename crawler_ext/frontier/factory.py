@@ -133,4 +133,5 @@ def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
         stats_key=s.get("STATS_KEY", STATS_KEY) % {"spider": name},
         wait_for_seeds=get("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS"),
         on_stat=lambda key, value: stats.inc_value(key, value),
-        host_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"))
+        host_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"),
+        pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"))

@@ -69,7 +69,7 @@ from crawler_ext.signals import (
     sitemaps_found,
     storage_failed,
 )
-from crawler_ext.admission.urls import REST_BITS, fingerprint
+from crawler_ext.admission.urls import REST_BITS, fingerprint, host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -401,6 +401,13 @@ class FrontierScheduler(BaseScheduler):
                                   due)
         self._arm_wake(due, time.time())
         return True
+
+    def trap_pattern(self, url: str) -> tuple[str, bool]:
+        """The shared frontier's question at a push: ``url``'s host and pattern, and whether
+        the pages fetched here call the pattern a trap."""
+        host = host_of(url)
+        pattern = self.admission.pattern(url)
+        return f"{host}\t{pattern}", self.admission.is_trap(host, pattern)
 
     def lease_key(self, request: Request) -> str | None:
         """The politeness key an in-flight request holds (the rendering pool paces the
