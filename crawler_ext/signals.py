@@ -32,7 +32,8 @@ storage_failed = object()
 #: figures now: ``queued``, ``bands`` (list, or None for a shared frontier), ``delayed``,
 #: ``active_hosts``, ``in_flight`` (the crawl report samples it); ``refuse_known``, a callable
 #: (request) -> bool that refuses a known link at once (the known-links spider middleware);
-#: ``schedule_refresh``, a callable (url, due) -> bool that queues a fetch again at ``due``
+#: ``schedule_refresh``, a callable (url, due, history=None) -> bool that queues a fetch again
+#: at ``due`` (``history``: the page's change history as plain data, carried in the entry)
 #: (the recrawl middleware); ``lease_key``, a callable (request) -> the politeness key an
 #: in-flight request holds, and ``robots_allows``, a callable (url) -> bool (the rendering
 #: pool judges and paces a page's sub-requests with them).

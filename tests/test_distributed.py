@@ -638,3 +638,34 @@ def test_a_host_budget_holds_across_workers(target: Target, testweb_factory,
     assert len(pages) == 12 and max(pages.values()) == budget, pages
     stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(4)]
     assert sum(s.get("admission/rejected/host_budget", 0) for s in stats) > 0
+
+
+def test_two_workers_recrawl_with_the_pages_history_carried_in_the_refresh(
+        single_redis, testweb_factory, tmp_path: Path) -> None:
+    """Recrawl mode with the shared frontier: a refresh one worker scheduled may be fetched by
+    the other, which then still sends the page's validators (its history came with the
+    entry): every refresh of a page that never changes is answered 304."""
+    web = testweb_factory(hosts=4, pages=8, hazards=False, change_period=2.0)
+    subprocess.run([sys.executable, "-m", "crawler_ext.distributed", "--redis-url", REDIS_URL,
+                    "push-seeds", str(web.seeds_path)], check=True, cwd=ROOT,
+                   capture_output=True)
+    extra = {"CRAWLER_EXT_RECRAWL_ENABLED": True, "CRAWLER_EXT_RECRAWL_MIN_INTERVAL": 1,
+             "CRAWLER_EXT_RECRAWL_MAX_INTERVAL": 8, "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.2,
+             "CRAWLER_EXT_POLITENESS_MAX_DELAY": 0.2, "CLOSESPIDER_TIMEOUT": 30}
+    workers = [_worker(web, tmp_path, n, extra=extra) for n in range(2)]
+    _run_all(workers, tmp_path)
+    log = read_log(web.log_path)
+    assert politeness_violations(log, min_gap=0.2) == []
+    static = [e for e in log if e.path.startswith("/p/") and
+              int(e.path.split("/")[2].split(".")[0]) % 4 == 0]
+    first: set[tuple[str, str]] = set()
+    refreshes = []
+    for e in static:
+        if (e.host, e.path) in first:
+            refreshes.append(e)
+        first.add((e.host, e.path))
+    assert len(refreshes) >= 10
+    assert [e.status for e in refreshes] == [304] * len(refreshes)
+    stats = [json.loads((tmp_path / f"stats{n}.json").read_text()) for n in range(2)]
+    assert all(s.get("recrawl/fetched", 0) > 0 for s in stats), stats
+

@@ -389,13 +389,14 @@ class FrontierScheduler(BaseScheduler):
         self._admit(request, canonical, fp, referer_url)
         return True
 
-    def schedule_refresh(self, url: str, due: float) -> bool:
+    def schedule_refresh(self, url: str, due: float, history: dict | None = None) -> bool:
         """Queue a fetch of ``url`` again at unix time ``due`` (the recrawl middleware): a
-        delayed entry in its host's queue, past the seen set, paced like any fetch."""
+        delayed entry in its host's queue, past the seen set, paced like any fetch;
+        ``history`` (plain data) travels with it, for whichever worker fetches it."""
         if self._frozen:
             return False
         key = self.keys.known(canonical_key(url))  # (a fetched page's host is resolved)
-        request = Request(url, dont_filter=True, meta={REFRESH_META: True})
+        request = Request(url, dont_filter=True, meta={REFRESH_META: history or True})
         band = self.scorer.band(self.scorer.score(key, 0, 1), 0)
         self.frontier.add_delayed([Entry(key, band, self._encode(request), fingerprint(url))],
                                   due)

@@ -19,7 +19,7 @@ from typing import IO, Any
 from crawler_ext.recrawl.estimate import ChangeHistory
 from crawler_ext.recrawl.policy import RefreshPolicy
 
-__all__ = ["HISTORY_NAME", "HistoryLog"]
+__all__ = ["from_snapshot", "snapshot", "HISTORY_NAME", "HistoryLog"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,12 +80,20 @@ class HistoryLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(temp, "w", encoding="utf-8") as out:
             for url, (host, h) in policy.pages.items():
-                out.write(json.dumps(
-                    {"k": "s", "u": url, "h": host, "f": h.last_fetch, "e": h.etag,
-                     "m": h.last_modified, "x": h.exact, "c": h.checks, "g": h.changes,
-                     "r": [[round(t, 3), int(c)] for t, c in h.recent]},
-                    separators=(",", ":")) + "\n")
+                out.write(json.dumps({"k": "s", "u": url, "h": host, **snapshot(h)},
+                                     separators=(",", ":")) + "\n")
         os.replace(temp, self.path)
+
+
+def snapshot(h: ChangeHistory) -> dict[str, Any]:
+    """A history as plain data (the log's compacted form; a shared frontier's refresh entry
+    carries it, so whichever worker fetches the refresh has it)."""
+    return {"f": h.last_fetch, "e": h.etag, "m": h.last_modified, "x": h.exact,
+            "c": h.checks, "g": h.changes, "r": [[round(t, 3), int(c)] for t, c in h.recent]}
+
+
+def from_snapshot(record: dict[str, Any]) -> ChangeHistory:
+    return _history(record)
 
 
 def _history(record: dict[str, Any]) -> ChangeHistory:

@@ -35,7 +35,7 @@ from scrapy.utils.job import job_dir
 from crawler_ext import config
 from crawler_ext.admission.urls import host_of
 from crawler_ext.recrawl.policy import RefreshPolicy
-from crawler_ext.recrawl.history import HISTORY_NAME, HistoryLog
+from crawler_ext.recrawl.history import HISTORY_NAME, HistoryLog, from_snapshot, snapshot
 from crawler_ext.signals import frontier_commit, frontier_opened, host_released, sitemap_lastmod
 
 __all__ = ["REFRESH_META", "RecrawlMiddleware"]
@@ -60,7 +60,11 @@ class RecrawlMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.policy = policy
-        self.schedule: Callable[[str, float], bool] | None = None
+        self.schedule: Callable[..., bool] | None = None
+        # a shared frontier: a refresh may be fetched by another worker, so the page's
+        # history travels in the refresh entry (``REFRESH_META``'s value)
+        self.carry_history = config.get(crawler.settings,
+                                        "CRAWLER_EXT_FRONTIER_BACKEND") == "redis"
         self.log: HistoryLog | None = None
         self._delays: dict[str, float] = {}  # politeness key -> its latest delay
         self._default_delay = config.get(crawler.settings, "CRAWLER_EXT_POLITENESS_MIN_DELAY")
@@ -105,11 +109,11 @@ class RecrawlMiddleware:
         history = self.policy.history(url)
         if history is None or history.last_fetch is None or lastmod <= history.last_fetch:
             return
-        if self.schedule is not None and self.schedule(url, _now()):
+        if self.schedule is not None and self._schedule(url, _now()):
             self.stats.inc_value("recrawl/due")
             self.stats.inc_value("recrawl/sitemap_lastmod")
 
-    def frontier_opened(self, schedule_refresh: Callable[[str, float], bool] | None = None,
+    def frontier_opened(self, schedule_refresh: Callable[..., bool] | None = None,
                         **_: Any) -> None:
         self.schedule = schedule_refresh
         if schedule_refresh is None:
@@ -128,9 +132,15 @@ class RecrawlMiddleware:
             self._delays.pop(next(iter(self._delays)))
 
     def process_request(self, request: Request, spider: Any = None) -> None:
-        if not request.meta.get(REFRESH_META):
+        carried = request.meta.get(REFRESH_META)
+        if not carried:
             return None
         history = self.policy.history(request.url)
+        if isinstance(carried, dict) and (history is None or (history.last_fetch or 0) <
+                                          (carried.get("f") or 0)):
+            # scheduled by another worker (or before a restart): its history comes along
+            history = from_snapshot(carried)
+            self.policy.restore(request.url, host_of(request.url), history)
         if history is not None:
             if history.etag:
                 request.headers.setdefault("If-None-Match", history.etag)
@@ -171,7 +181,7 @@ class RecrawlMiddleware:
                 self.stats.inc_value("recrawl/not_modified")
             elif verdict.changed:
                 self.stats.inc_value("recrawl/changed")
-        if self.schedule is not None and self.schedule(url, _now() + verdict.interval):
+        if self.schedule is not None and self._schedule(url, _now() + verdict.interval):
             self.stats.inc_value("recrawl/due")
             self.stats.set_value("recrawl/estimated_freshness",
                                  round(self.policy.estimated_freshness(), 4))
@@ -187,8 +197,15 @@ class RecrawlMiddleware:
         history = self.policy.history(url)
         if history is None or self.schedule is None:
             return
-        if self.schedule(url, _now() + self.policy.max_interval):
+        if self._schedule(url, _now() + self.policy.max_interval):
             self.stats.inc_value("recrawl/due")
+
+    def _schedule(self, url: str, due: float) -> bool:
+        assert self.schedule is not None
+        history = self.policy.history(url) if self.carry_history else None
+        if history is None:
+            return self.schedule(url, due)
+        return self.schedule(url, due, snapshot(history))
 
 
 def _now() -> float:
