@@ -46,8 +46,8 @@ logger = logging.getLogger(__name__)
 
 _TRANSIENT_META = ("playwright_page_init_callback", "playwright_page_methods")
 LATENCY_META = "crawler_ext_render_server_latency"
-#: crawler -> the semaphore of its rendering pool
-_POOLS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+#: crawler -> its handler: one for http and https (one browser, one budget)
+_HANDLERS: weakref.WeakKeyDictionary[Any, RenderDownloadHandler] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -100,6 +100,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._delays: OrderedDict[str, float] = OrderedDict()  # politeness key -> its delay
         self._pages: dict[Any, _Page] = {}
         self._slots: Any = None  # an asyncio.Semaphore, made on the reactor's loop
+        self._closing = False
         self._generation = 0
         self._in_context: Counter[str] = Counter()
         self._rendered: Counter[str] = Counter()
@@ -108,6 +109,21 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._memory_logged = False
         crawler.signals.connect(self._frontier_opened, signal=frontier_opened)
         crawler.signals.connect(self._released, signal=host_released)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RenderDownloadHandler:  # type: ignore[override]
+        """Scrapy asks once per scheme: http and https share one handler, so one browser and
+        one rendering budget."""
+        handler = _HANDLERS.get(crawler)
+        if handler is None:
+            handler = _HANDLERS[crawler] = cls(crawler)
+        return handler
+
+    async def close(self) -> None:  # type: ignore[override]
+        if self._closing:  # (asked once per scheme)
+            return
+        self._closing = True
+        await super().close()
 
     # -- what the frontier tells -----------------------------------------------------------
     def _frontier_opened(self, lease_key: Any = None, robots_allows: Any = None,
@@ -131,8 +147,8 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
             return await super().download_request(request)
         import asyncio
 
-        if self._slots is None:  # one pool for http and https (a handler each)
-            self._slots = _POOLS.setdefault(self._crawler, asyncio.Semaphore(self.concurrency))
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.concurrency)
         async with self._slots:
             name = f"crawler_ext-render-{self._generation}"
             request.meta["playwright_context"] = name
