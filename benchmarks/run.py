@@ -1034,7 +1034,7 @@ def bench_recrawl(quick: bool) -> None:
     from crawler_ext.recrawl.allocate import optimal_frequencies
 
     period, hosts, pages, duration, delay = (2.0, 3, 8, 40, 0.25) if quick else \
-        (2.0, 4, 16, 120, 0.25)
+        (2.0, 4, 16, int(os.environ.get("RECRAWL_SECONDS", 120)), 0.25)
     with tempfile.TemporaryDirectory() as tmp:
         with TestWebServer(hosts=hosts, pages=pages, hazards=False, latency=0.005,
                            workdir=Path(tmp) / "web", change_period=period) as web:
