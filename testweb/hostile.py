@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import signal
 import sys
 import time
@@ -281,25 +280,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="connections received by the forbidden listener (JSON lines)")
     args = parser.parse_args(argv)
     from twisted.internet import reactor
-    from twisted.internet.protocol import Factory, Protocol
     from twisted.web.resource import Resource
     from twisted.web.server import Site
 
+    from testweb.forbidden import listen_forbidden
     from testweb.requestlog import write_entry
 
     log: IO[str] = open(args.log, "a", encoding="utf-8")  # noqa: SIM115
-    forbidden_log: IO[str] = open(args.forbidden_log, "a", encoding="utf-8")  # noqa: SIM115
-
-    class Forbidden(Protocol):
-        def connectionMade(self) -> None:
-            forbidden_log.write(json.dumps({"time": time.time(),
-                                            "peer": self.transport.getPeer().host}) + "\n")
-            forbidden_log.flush()
-            self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret")
-            self.transport.loseConnection()
-
-    forbidden = reactor.listenTCP(0, Factory.forProtocol(Forbidden), interface=FORBIDDEN_ADDRESS)
-    forbidden_port = forbidden.getHost().port
+    forbidden_port = listen_forbidden(FORBIDDEN_ADDRESS, args.forbidden_log)
 
     class Hostile(Resource):
         isLeaf = True
