@@ -50,6 +50,7 @@ import threading
 import time
 import uuid
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -62,7 +63,7 @@ from crawler_ext.frontier.codec import entry_url
 from crawler_ext.frontier.core import DROP, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
-from crawler_ext.int64 import to_unsigned
+from crawler_ext.int64 import to_signed, to_unsigned
 from crawler_ext.distributed.bloom import RedisBloom
 from crawler_ext.distributed.health import health_of
 from crawler_ext.distributed.sharedlog import SharedLog
@@ -73,6 +74,7 @@ __all__ = ["RedisFrontier", "shard_of"]
 logger = logging.getLogger(__name__)
 
 _HEAD = struct.Struct(">BBQ")  # band, priority rank, fingerprint
+_FP = struct.Struct(">Q")
 #: Request.priority within a key: 32 ranks (priorities -16..15, beyond them clamped), so that
 #: rank, band (< 16) and entry id (< 2^44) fit the 53 exact bits of a sorted-set score
 PRIORITY_RANKS = 32
@@ -133,10 +135,11 @@ def _state_from(blob: bytes) -> tuple[HostState, dict[str, list]]:
 class _Ops:
     """What one exchange with Redis carries, per shard."""
 
-    __slots__ = ("done", "push", "release", "renew", "renew_keys")
+    __slots__ = ("done", "promote", "push", "release", "renew", "renew_keys")
 
     def __init__(self) -> None:
         self.push: list[bytes | str | int] = []
+        self.promote: list[str | bytes | int] = []  # key, fingerprint (8 bytes), band
         self.release: list[str] = []
         self.done: list[str] = []
         self.renew: list[str] = []
@@ -203,6 +206,10 @@ class RedisFrontier:
         self._held: dict[int, str] = {}  # entry id -> key, leased by us and not completed
         self._release: list[tuple[str, float | None, str, str, float]] = []
         self._done: list[tuple[int, str]] = []
+        # URLs this worker admitted -> [key, band, inlinks seen here] (promotion), bounded
+        self._admitted: OrderedDict[int, list] = OrderedDict()
+        self.track_admitted = 100_000
+        self._promotions: list[tuple[str, int, int]] = []  # key, fingerprint, better band
         self._remote: int | None = None  # entries queued or leased anywhere; None: not known
         self._seeds_waiting = 0
         self._syncing = False
@@ -217,8 +224,13 @@ class RedisFrontier:
 
     # -- the Frontier interface --------------------------------------------------------------
     def add(self, entries: list[Entry], check_seen: bool = True) -> None:
+        admitted = self._admitted
         for entry in entries:
             self._outbox.append((entry, check_seen, None))
+            if entry.fp:
+                admitted[entry.fp] = [entry.key, entry.band, 1]
+        while len(admitted) > self.track_admitted:
+            admitted.popitem(last=False)
 
     def add_delayed(self, entries: list[Entry], due: float) -> None:
         """Due at unix time ``due`` of this worker's clock, kept in Redis as a delay from the
@@ -230,11 +242,25 @@ class RedisFrontier:
         """Delayed entries not yet sent (the shared ones are not counted here)."""
         return sum(1 for _, _, due in self._outbox if due is not None)
 
-    def relink(self, fp: int) -> int | None:
-        return None  # queued entries live in Redis: no inlink counting across workers
+    def relink(self, fp: int, key: str = "") -> int | None:
+        """Inlinks of a URL this worker admitted, as this worker discovers them (counting
+        every worker's would cost Redis a command per link); None for other URLs."""
+        record = self._admitted.get(fp)
+        if record is None:
+            return None
+        record[2] += 1
+        self._admitted.move_to_end(fp)
+        return record[2]
 
     def promote(self, fp: int, band: int) -> bool:
-        return False
+        """Move the queued entry to a better band, in Redis, for every worker: sent with the
+        next exchange (a URL already taken is not found there; nothing happens)."""
+        record = self._admitted.get(fp)
+        if record is None or band >= record[1]:
+            return False
+        record[1] = band
+        self._promotions.append((record[0], fp, band))
+        return True
 
     def recover(self) -> int:
         return 0  # Redis is the durable store; leases of a crashed worker expire
@@ -332,7 +358,8 @@ class RedisFrontier:
         """Start an exchange with Redis in a thread (unless one is still running)."""
         if self._syncing or self._closed:
             return
-        quiet = not (self._outbox or self._release or self._done or self._claim_open)
+        quiet = not (self._outbox or self._release or self._done or self._claim_open or
+                     self._promotions)
         if quiet and self._idle and time.time() - self._exchanged_at < self.IDLE_POLL:
             return  # the last poll found nothing ready: poll less often while idle
         ops, take, counts = self._collect()
@@ -430,6 +457,9 @@ class RedisFrontier:
         for entry_id, key in self._done:
             shard(key).done.append(f"{entry_id // self.shards}|{key}")
         self._done = []
+        for key, fp, band in self._promotions:
+            shard(key).promote += [key, _FP.pack(to_unsigned(fp)), band]
+        self._promotions = []
         for entry_id, key in self._held.items():
             shard(key).renew.append(f"{entry_id // self.shards}|{key}")
         for key in self._states:
@@ -474,14 +504,14 @@ class RedisFrontier:
             args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
                                len(op.push), len(op.release) // 4, len(op.done), len(op.renew),
                                len(op.renew_keys), *take, int(counts.get("reap", 0)),
-                               self.host_budget, self.pattern_cap]
+                               self.host_budget, self.pattern_cap, len(op.promote) // 3]
             now = time.time()
             for entry, _, blob, due, pattern, trap in op.push:  # type: ignore[misc]
                 delay = "" if due is None else repr(round(max(0.0, due - now), 3))
                 # a new URL counts against its host's budget (a delayed refresh does not)
                 host = _host_of_entry(entry) if self.host_budget and due is None else ""
                 args += [entry.key, entry.band, delay, blob, host, pattern, trap]
-            args += op.release + op.done + op.renew + op.renew_keys
+            args += op.release + op.done + op.renew + op.renew_keys + op.promote
             self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
             commands += 1
         if counts.get("release_claim"):  # after the push of the seeds' entries above
@@ -498,14 +528,16 @@ class RedisFrontier:
         out: dict[str, Any] = {"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
                                "pushed": len(pushes) - filtered, "commands": commands,
                                "remote": {}, "seeds": [], "seeds_waiting": None,
-                               "failed": {}, "error": None, "over": 0, "pover": 0}
+                               "failed": {}, "error": None, "over": 0, "pover": 0,
+                               "promoted": 0}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
                 out["failed"][n] = ops.get(n) or _Ops()
                 out["error"] = f"{type(result).__name__}: {result}"
                 out["pushed"] -= len(out["failed"][n].push)
                 continue
-            outstanding, expired, lost, taken, over, pover = result
+            outstanding, expired, lost, taken, over, pover, promoted = result
+            out["promoted"] += int(promoted)
             out["over"] += int(over)
             out["pover"] += int(pover)
             out["pushed"] -= int(over) + int(pover)
@@ -548,6 +580,8 @@ class RedisFrontier:
             self._stat("frontier/redis/pushed", out["pushed"])
         if out["over"]:  # over the host's budget, counted by all workers together
             self._stat("admission/rejected/host_budget", out["over"])
+        if out["promoted"]:  # queued entries moved to a better band, in Redis
+            self._stat("frontier/promoted", out["promoted"])
         if out["pover"]:  # a trap pattern over its cap, counted by all workers together
             self._stat("admission/rejected/pattern_cap", out["pover"])
         if out["expired"]:
@@ -594,6 +628,9 @@ class RedisFrontier:
             for i in range(0, len(op.release), 4):
                 key, left, blob, back = op.release[i:i + 4]
                 self._release.append((key, float(left) if left else None, blob, back, now))
+            for i in range(0, len(op.promote), 3):
+                key, fp, band = op.promote[i:i + 3]
+                self._promotions.append((key, to_signed(_FP.unpack(fp)[0]), band))
             for member in op.done:
                 rid, _, key = member.partition("|")
                 self._done.append((int(rid) * self.shards + shard_of(key, self.shards), key))

@@ -6,7 +6,8 @@ local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local total = tonumber(ARGV[10 + nb])
 local budget = tonumber(ARGV[12 + nb])
 local cap = tonumber(ARGV[13 + nb])
-local i = 14 + nb
+local n_prom = tonumber(ARGV[14 + nb])
+local i = 15 + nb
 -- admitted entries: [key, band, delay ('' or seconds from now), blob, host ('': uncounted),
 -- pattern ('host<TAB>pattern', '': uncounted), trap ('1': the pushing worker's evidence says
 -- the pattern is a trap)]; a host's admissions by all workers are counted here and held to
@@ -87,6 +88,30 @@ for _ = 1, n_renew_keys do
   end
   i = i + 1
 end
+-- promotions: [key, fingerprint (8 bytes), band]: a queued entry of that URL moves to the
+-- better band (looked for in its key's queue, up to 512 entries long; a URL already taken
+-- is not there)
+local promoted = 0
+for _ = 1, n_prom do
+  local key, fp, band = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  i = i + 3
+  local q = P..':q:'..key
+  if redis.call('ZCARD', q) <= 512 then
+    for _, id in ipairs(redis.call('ZRANGE', q, 0, -1)) do
+      local blob = redis.call('HGET', P..':e', id)
+      if blob and string.sub(blob, 3, 10) == fp then
+        if string.byte(blob, 1) > band then
+          blob = string.char(band) .. string.sub(blob, 2)
+          redis.call('HSET', P..':e', id, blob)
+          redis.call('ZADD', q, string.byte(blob, 2) * RANK + band * SCALE + tonumber(id), id)
+          ready(P, key)
+          promoted = promoted + 1
+        end
+        break
+      end
+    end
+  end
+end
 -- leases of crashed (or stalled) workers (looked for about once a second)
 local expired = 0
 if ARGV[11 + nb] == '1' then
@@ -141,4 +166,4 @@ for pass = 1, 2 do
   end
  end
 end
-return {redis.call('HLEN', P..':e'), expired, lost, out, over, pover}
+return {redis.call('HLEN', P..':e'), expired, lost, out, over, pover, promoted}

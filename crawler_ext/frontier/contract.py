@@ -73,8 +73,9 @@ class FrontierBackend(Protocol):
     def add(self, entries: list[Entry], check_seen: bool = True) -> None: ...
     def add_delayed(self, entries: list[Entry], due: float) -> None:
         """Queue entries that become ready at unix time ``due`` (a recrawl's revisit)."""
-    def relink(self, fp: int) -> int | None:
-        """One more inlink of a URL still queued: its count, or None (not known here)."""
+    def relink(self, fp: int, key: str) -> int | None:
+        """One more inlink of a URL still queued (its politeness key ``key``): its count, or
+        None (not known here)."""
     def promote(self, fp: int, band: int) -> bool: ...
 
     # -- leases -----------------------------------------------------------------------------

@@ -127,7 +127,7 @@ class Frontier:
         while len(tracked) > self.max_tracked:
             inlinks.pop(tracked.popitem(last=False)[0], None)
 
-    def relink(self, fp: int) -> int | None:
+    def relink(self, fp: int, key: str = "") -> int | None:
         """Count one more inlink of a URL still waiting in a front queue; its count, or None."""
         if fp not in self._front_by_fp:
             return None

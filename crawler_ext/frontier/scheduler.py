@@ -547,7 +547,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _rediscovered(self, request: Request, canonical: str, fp: int) -> None:
         """A link to a URL already admitted: one more inlink, maybe a better band."""
-        inlinks = self.frontier.relink(fp)
+        inlinks = self.frontier.relink(fp, self.keys.known(canonical_key(canonical)))
         if inlinks is not None:
             depth = int(request.meta.get("depth", 0))
             score = self.scorer.score(politeness_key(canonical), depth, inlinks)
