@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import signal
 import sys
 import time
 from typing import IO, Any
@@ -247,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     from twisted.web.server import NOT_DONE_YET, Site
 
     from testweb.forbidden import listen_forbidden
+    from testweb.process import serve_until_stopped
     from testweb.requestlog import write_entry
 
     log: IO[str] = open(args.log, "a", encoding="utf-8")  # noqa: SIM115
@@ -285,9 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.truth:
         with open(args.truth, "w", encoding="utf-8") as fh:
             json.dump(truth(port), fh)
-    signal.signal(signal.SIGTERM, lambda *_: reactor.callFromThread(reactor.stop))
-    print(f"READY port={port} forbidden={forbidden_port}", flush=True)
-    reactor.run()
+    serve_until_stopped(port=port, forbidden=forbidden_port)
     return 0
 
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import signal
 import sys
 import time
 from email.utils import formatdate
@@ -284,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     from twisted.web.server import Site
 
     from testweb.forbidden import listen_forbidden
+    from testweb.process import serve_until_stopped
     from testweb.requestlog import write_entry
 
     log: IO[str] = open(args.log, "a", encoding="utf-8")  # noqa: SIM115
@@ -318,9 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     site = Site(Hostile())
     site.log = lambda request: None
     port = reactor.listenTCP(args.port, site, interface="127.0.0.1").getHost().port
-    signal.signal(signal.SIGTERM, lambda *_: reactor.callFromThread(reactor.stop))
-    print(f"READY port={port} forbidden={forbidden_port}", flush=True)
-    reactor.run()
+    serve_until_stopped(port=port, forbidden=forbidden_port)
     return 0
 
 

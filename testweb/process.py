@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ServerProcess"]
+__all__ = ["ServerProcess", "serve_until_stopped"]
 
 
 class ServerProcess:
@@ -48,3 +48,16 @@ class ServerProcess:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def serve_until_stopped(**fields: object) -> None:
+    """In the server's process: announce ``READY key=value ...`` and run the reactor until
+    SIGTERM (the other side of :class:`ServerProcess`)."""
+    import signal
+
+    from twisted.internet import reactor
+
+    signal.signal(signal.SIGTERM, lambda *_: reactor.callFromThread(reactor.stop))
+    print("READY " + " ".join(f"{k}={v}" for k, v in fields.items()), flush=True)
+    reactor.run()
+

@@ -103,14 +103,6 @@ _LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
 _LUA_CLAIM = lua("seeds_claim.lua")
 
 
-def _host_of_entry(entry: Entry) -> str:
-    """The host (with its port) of an entry's URL, as admission's budget counts it."""
-    try:
-        return host_of(entry_url(entry.data))
-    except (ValueError, KeyError, pickle.UnpicklingError):
-        return ""
-
-
 def shard_of(key: str, shards: int) -> int:
     return zlib.crc32(key.encode("utf-8", "surrogatepass")) % shards
 
@@ -437,16 +429,19 @@ class RedisFrontier:
             op = shard(entry.key)
             blob = _HEAD.pack(entry.band, priority_rank(entry.priority),
                               to_unsigned(entry.fp)) + entry.data
-            # a new URL counts against its pattern's cap; whether the pattern is a trap is
-            # this worker's evidence (its fetched pages of the pattern), asked here, on the
-            # reactor thread
-            pattern, trap = ("", False)
-            if trap_pattern is not None and due is None:
+            # a new URL (not a delayed refresh) counts against its host's budget and its
+            # pattern's cap; whether the pattern is a trap is this worker's evidence (its
+            # fetched pages of the pattern), asked here, on the reactor thread
+            host, pattern, trap = "", "", False
+            if due is None and (self.host_budget or trap_pattern is not None):
                 try:
-                    pattern, trap = trap_pattern(entry_url(entry.data))
+                    url = entry_url(entry.data)
+                    host = host_of(url) if self.host_budget else ""
+                    if trap_pattern is not None:
+                        pattern, trap = trap_pattern(url)
                 except (ValueError, KeyError, pickle.UnpicklingError):
                     pass
-            op.push.append((entry, check, blob, due, pattern,  # type: ignore[arg-type]
+            op.push.append((entry, check, blob, due, host, pattern,  # type: ignore[arg-type]
                             "1" if trap else ""))
         now = time.time()
         for key, delay, blob, back, since in self._release:
@@ -506,10 +501,8 @@ class RedisFrontier:
                                len(op.renew_keys), *take, int(counts.get("reap", 0)),
                                self.host_budget, self.pattern_cap, len(op.promote) // 3]
             now = time.time()
-            for entry, _, blob, due, pattern, trap in op.push:  # type: ignore[misc]
+            for entry, _, blob, due, host, pattern, trap in op.push:  # type: ignore[misc]
                 delay = "" if due is None else repr(round(max(0.0, due - now), 3))
-                # a new URL counts against its host's budget (a delayed refresh does not)
-                host = _host_of_entry(entry) if self.host_budget and due is None else ""
                 args += [entry.key, entry.band, delay, blob, host, pattern, trap]
             args += op.release + op.done + op.renew + op.renew_keys + op.promote
             self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)

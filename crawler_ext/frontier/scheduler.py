@@ -547,10 +547,11 @@ class FrontierScheduler(BaseScheduler):
 
     def _rediscovered(self, request: Request, canonical: str, fp: int) -> None:
         """A link to a URL already admitted: one more inlink, maybe a better band."""
-        inlinks = self.frontier.relink(fp, self.keys.known(canonical_key(canonical)))
+        host = canonical_key(canonical)
+        inlinks = self.frontier.relink(fp, self.keys.known(host))
         if inlinks is not None:
             depth = int(request.meta.get("depth", 0))
-            score = self.scorer.score(politeness_key(canonical), depth, inlinks)
+            score = self.scorer.score(host, depth, inlinks)
             self.frontier.promote(fp, self.scorer.band(score, request.priority))
         self.df.log(request, self.spider)
 

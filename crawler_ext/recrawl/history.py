@@ -41,7 +41,7 @@ class HistoryLog:
                 try:
                     record = json.loads(line)
                     if record["k"] == "s":
-                        policy.restore(record["u"], record["h"], _history(record))
+                        policy.restore(record["u"], record["h"], from_snapshot(record))
                     else:
                         policy.observe(record["u"], record["h"], record["t"], record.get("x"),
                                        etag=record.get("e"), last_modified=record.get("m"),
@@ -93,10 +93,6 @@ def snapshot(h: ChangeHistory) -> dict[str, Any]:
 
 
 def from_snapshot(record: dict[str, Any]) -> ChangeHistory:
-    return _history(record)
-
-
-def _history(record: dict[str, Any]) -> ChangeHistory:
     return ChangeHistory(last_fetch=record["f"], etag=record.get("e"),
                          last_modified=record.get("m"), exact=record.get("x"),
                          checks=record.get("c", 0), changes=record.get("g", 0),

@@ -34,6 +34,7 @@ from scrapy.utils.job import job_dir
 
 from crawler_ext import config
 from crawler_ext.admission.urls import host_of
+from crawler_ext.frontier.delays import KeyDelays
 from crawler_ext.recrawl.policy import RefreshPolicy
 from crawler_ext.recrawl.history import HISTORY_NAME, HistoryLog, from_snapshot, snapshot
 from crawler_ext.signals import frontier_commit, frontier_opened, host_released, sitemap_lastmod
@@ -66,7 +67,7 @@ class RecrawlMiddleware:
         self.carry_history = config.get(crawler.settings,
                                         "CRAWLER_EXT_FRONTIER_BACKEND") == "redis"
         self.log: HistoryLog | None = None
-        self._delays: dict[str, float] = {}  # politeness key -> its latest delay
+        self._delays = KeyDelays()
         self._default_delay = config.get(crawler.settings, "CRAWLER_EXT_POLITENESS_MIN_DELAY")
 
     @classmethod
@@ -79,7 +80,7 @@ class RecrawlMiddleware:
                                config.get(s, "CRAWLER_EXT_RECRAWL_SHARE"))
         mw = cls(crawler, policy)
         crawler.signals.connect(mw.frontier_opened, signal=frontier_opened)
-        crawler.signals.connect(mw.host_released, signal=host_released)
+        crawler.signals.connect(mw._delays.released, signal=host_released)
         crawler.signals.connect(mw.sitemap_lastmod, signal=sitemap_lastmod)
         jobdir = job_dir(s)
         if jobdir:  # the histories survive a restart (and a kill -9, to the last commit)
@@ -125,11 +126,6 @@ class RecrawlMiddleware:
                         "host's fetches); the crawl runs until stopped",
                         self.policy.min_interval, self.policy.max_interval,
                         round(self.policy.share * 100))
-
-    def host_released(self, key: str, delay: float, **_: Any) -> None:
-        self._delays[key] = delay
-        if len(self._delays) > 100_000:
-            self._delays.pop(next(iter(self._delays)))
 
     def process_request(self, request: Request, spider: Any = None) -> None:
         carried = request.meta.get(REFRESH_META)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 from scrapy_playwright.page import PageMethod
 
 from crawler_ext import config
+from crawler_ext.frontier.delays import KeyDelays
 from crawler_ext.hosts.netguard import NetworkGuard
 from crawler_ext.render.browser import browser_rss_mb, find_browser, resolver_rules
 from crawler_ext.render.guard import PagePacer, SubrequestPolicy
@@ -97,7 +98,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self.policy = SubrequestPolicy(
             frozenset(config.get(s, "CRAWLER_EXT_RENDER_BLOCK_RESOURCES")), guard.allows)
         self._lease_key: Any = None
-        self._delays: OrderedDict[str, float] = OrderedDict()  # politeness key -> its delay
+        self._delays = KeyDelays()
         self._pages: dict[Any, _Page] = {}
         self._slots: Any = None  # an asyncio.Semaphore, made on the reactor's loop
         self._closing = False
@@ -108,7 +109,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._count = 0
         self._memory_logged = False
         crawler.signals.connect(self._frontier_opened, signal=frontier_opened)
-        crawler.signals.connect(self._released, signal=host_released)
+        crawler.signals.connect(self._delays.released, signal=host_released)
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RenderDownloadHandler:  # type: ignore[override]
@@ -131,15 +132,9 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._lease_key = lease_key
         self.policy.robots_allows = robots_allows
 
-    def _released(self, key: str, delay: float, **_: Any) -> None:
-        self._delays[key] = delay
-        self._delays.move_to_end(key)
-        if len(self._delays) > 100_000:
-            self._delays.popitem(last=False)
-
     def _delay_for(self, request: Any) -> float:
         key = self._lease_key(request) if self._lease_key is not None else None
-        return max(self._delays.get(key, 0.0) if key else 0.0, self.floor)
+        return max(self._delays.get(key, 0.0), self.floor)
 
     # -- a render ---------------------------------------------------------------------------
     async def download_request(self, request: Any, spider: Any = None) -> Any:  # type: ignore[override]
