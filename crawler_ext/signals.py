@@ -22,6 +22,8 @@ sitemaps_found = object()
 #: The frontier is about to commit its journal (requests done, links admitted).  Components
 #: that write what those requests produced (WARC records, the content index) flush it now, so
 #: that after a kill -9 nothing the journal calls done is missing from their files.
+#: Argument: ``durable`` (False: the frontier keeps no journal -- no JOBDIR -- so nothing
+#: needs to be on disk before the commit, and writers flush without making the reactor wait).
 frontier_commit = object()
 
 #: A disk the crawl writes to is full (``where``: ``warc`` or ``jobdir``).  The frontier stops

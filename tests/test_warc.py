@@ -165,6 +165,40 @@ def test_the_writer_thread_keeps_order_and_content(tmp_path: Path) -> None:
     assert not list((tmp_path / "thread").glob("*.open"))
 
 
+def test_a_flush_without_a_durable_journal_does_not_wait(tmp_path: Path) -> None:
+    """Without JOBDIR the frontier's commit asks the writer thread to flush and goes on: the
+    caller never waits for the queue, and the records still reach the file, in order."""
+    import threading
+    import time
+
+    from crawler_ext.warc.background import BackgroundWriter
+
+    gate = threading.Event()
+
+    class Slow(WarcFileWriter):
+        def write_prepared(self, record):  # held until the caller has returned
+            gate.wait(10)
+            return super().write_prepared(record)
+
+    writer = BackgroundWriter(Slow(tmp_path / "slow", prefix="t"))
+    writer.open()
+    write_pages(writer, 3)  # type: ignore[arg-type]
+    started = time.monotonic()
+    writer.flush(wait=False)
+    assert time.monotonic() - started < 1.0  # (a waiting flush would block until the gate)
+    gate.set()
+    deadline = time.monotonic() + 10
+    found: list[str] = []
+    while time.monotonic() < deadline and len(found) < 3:
+        for path in (tmp_path / "slow").glob("*.warc.gz.open"):
+            with open(path, "rb") as fh:
+                found = [r.rec_headers.get_header("WARC-Target-URI")
+                         for r in ArchiveIterator(fh) if r.rec_type == "response"]
+        time.sleep(0.05)
+    assert found == ["http://e.com/0", "http://e.com/1", "http://e.com/2"]  # flushed, in order
+    writer.close()
+
+
 def test_a_write_error_in_the_thread_reaches_the_caller_once(tmp_path: Path) -> None:
     import errno
 

@@ -60,9 +60,9 @@ def main_text(html: str | bytes) -> str:
 
 def too_deep(html: str | bytes, limit: int = MAX_MAIN_DEPTH) -> bool:
     """Whether the page's tags may nest deeper than ``limit`` (an upper bound: unclosed
-    tags count as open).  Pages with fewer than 2 x limit tags are never scanned."""
+    tags count as open).  Pages with at most ``limit`` opening tags are never scanned."""
     data = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else html
-    if data.count(b"<") < 2 * limit:
+    if data.count(b"<") - data.count(b"</") <= limit:  # every "<" not of a closing tag
         return False
     depth = 0
     for match in _TAG.finditer(data):

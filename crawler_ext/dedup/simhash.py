@@ -24,7 +24,6 @@ import numpy as np
 
 __all__ = ["exact_hash", "simhash", "hamming", "SimHashIndex"]
 
-_BITS = np.arange(64, dtype=np.uint64)
 
 
 def exact_hash(text: str | bytes) -> int:
@@ -36,21 +35,25 @@ def _features(text: str, n: int = 3) -> Counter[str]:
     words = text.split()
     if len(words) < n:
         return Counter([" ".join(words)]) if words else Counter()
-    return Counter(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
+    # zip of shifted word lists: the shingles without slicing the list once per shingle
+    return Counter(map(" ".join, zip(*(words[i:] for i in range(n)))))
 
 
 def simhash(text: str | Iterable[str], n: int = 3) -> int:
-    """64-bit SimHash of ``text`` over n-word shingles weighted by their frequency."""
+    """64-bit SimHash of ``text`` over n-word shingles weighted by their frequency: bit k is
+    set where the weights of the features whose hash has bit k outweigh the others."""
     features = _features(text, n) if isinstance(text, str) else Counter(text)
     if not features:
         return 0
-    hashes = np.fromiter(
-        (int.from_bytes(hashlib.blake2b(f.encode("utf-8"), digest_size=8).digest(), "big")
-         for f in features), dtype=np.uint64, count=len(features))
-    weights = np.fromiter(features.values(), dtype=np.int64, count=len(features))
-    bits = ((hashes[:, None] >> _BITS) & np.uint64(1)).astype(np.int64)  # (features, 64)
-    totals = weights @ (2 * bits - 1)
-    return int(np.sum((totals > 0).astype(np.uint64) << _BITS))
+    # each feature's 8-byte BLAKE2b digest, all in one buffer; unpacked, column j holds bit
+    # 63 - j of the big-endian hash (a (features, 64) matrix of 0/1, no Python loop)
+    blake = hashlib.blake2b
+    digests = b"".join([blake(f.encode("utf-8"), digest_size=8).digest() for f in features])
+    bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8).reshape(-1, 8), axis=1)
+    weights = np.fromiter(features.values(), dtype=np.float64, count=len(features))
+    # sum of +w (bit set) and -w (bit clear) per bit; exact in float64 for any page
+    totals = 2.0 * (weights @ bits) - weights.sum()
+    return int.from_bytes(np.packbits(totals > 0).tobytes(), "big")
 
 
 def hamming(a: int, b: int) -> int:

@@ -745,7 +745,7 @@ class FrontierScheduler(BaseScheduler):
         self._confirm_unconfirmed()
         self._reap()
         if self.crawler is not None:
-            self.crawler.signals.send_catch_log(frontier_commit)
+            self.crawler.signals.send_catch_log(frontier_commit, durable=self.frontier.durable)
         if self._frozen:  # what the journal would call done was not all stored
             return
         try:

@@ -21,6 +21,7 @@ from crawler_ext.warc.writer import WarcFileWriter
 __all__ = ["BackgroundWriter"]
 
 _STOP = object()
+_FLUSH = object()
 
 
 class BackgroundWriter:
@@ -75,8 +76,17 @@ class BackgroundWriter:
         self.writer.prepare(record)
         self._queue.put(record)
 
-    def flush(self, **_: Any) -> None:
-        """Wait until every record handed over is in the file, then flush it."""
+    def flush(self, wait: bool = True, **_: Any) -> None:
+        """Wait until every record handed over is in the file, then flush it; with ``wait``
+        False (no durable journal to keep in step with) the thread flushes once it has
+        written what came before, and the caller goes on at once."""
+        if not wait and self._thread is not None:
+            self._raise()
+            try:
+                self._queue.put_nowait(_FLUSH)
+            except queue.Full:  # the thread is busy anyway; it flushes every second
+                pass
+            return
         self._queue.join()
         self._raise()
         self.writer.flush()  # the thread is idle: nothing else touches the file now
@@ -97,7 +107,10 @@ class BackgroundWriter:
                 if record is _STOP:
                     return
                 if self.broken is None:
-                    self.writer.write_prepared(record)
+                    if record is _FLUSH:
+                        self.writer.flush()
+                    else:
+                        self.writer.write_prepared(record)
             except OSError as exc:
                 self.broken = exc  # raised on the caller's thread by its next write or flush
             finally:

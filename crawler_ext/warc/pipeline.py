@@ -101,10 +101,11 @@ class WarcPipeline:
         logger.info("WARC: %d records, %.1f MB in %d file(s) under %s", self.writer.records,
                     self.writer.bytes_written / 1e6, len(self.writer.files), self.writer.directory)
 
-    def flush(self, **_: Any) -> None:
-        """Before the frontier commits its journal: what it calls done must be on disk."""
+    def flush(self, durable: bool = True, **_: Any) -> None:
+        """Before the frontier commits its journal: what it calls done must be on disk (a
+        journal that is not ``durable`` needs no waiting: the records just go out)."""
         try:
-            self.writer.flush()
+            self.writer.flush(wait=durable)
         except OSError as exc:
             self._failed(exc)
         if self.stats is not None:  # bytes so far, for the crawl report's time series

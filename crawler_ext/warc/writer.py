@@ -1,7 +1,9 @@
 """WARC files on disk: rotation by size, IIPC-style names, ``.open`` while written, a CDXJ
 index beside each file, and recovery of files left open by a crash.
 
-Each record is one gzip member.  Records are built and compressed in memory and appended
+Each record is one gzip member (compressed in one call at zlib level 6: warcio's own
+wrapper compresses each header and body chunk separately at level 9, twice the time for
+0.5 % smaller files on the real-site corpus).  Records are built and compressed in memory and appended
 through a buffered file, flushed every second, before each frontier journal commit (the
 ``frontier_commit`` signal) and at close, so the reactor thread makes few write calls and a
 request the frontier calls done has its records in the file; after a kill -9 the last,
@@ -35,6 +37,7 @@ __all__ = ["WarcFileWriter", "recover"]
 logger = logging.getLogger(__name__)
 
 INDEXED_TYPES = ("response", "revisit", "resource", "metadata")
+GZIP_LEVEL = 6
 
 
 def _timestamp() -> str:
@@ -136,7 +139,8 @@ class WarcFileWriter:
         self._size = 0
         self._index_lines: list[str] = []
         self._buffer = io.BytesIO()
-        self._builder = WARCWriter(self._buffer, gzip=True, warc_version="1.1")
+        # records are serialised uncompressed into the buffer, then gzipped as one member
+        self._builder = WARCWriter(self._buffer, gzip=False, warc_version="1.1")
         self.records = 0
         self.bytes_written = 0
         self.files: list[Path] = []
@@ -195,7 +199,8 @@ class WarcFileWriter:
         self._buffer.seek(0)
         self._buffer.truncate()
         self._builder.write_record(record)
-        data = self._buffer.getvalue()
+        gzip = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+        data = gzip.compress(self._buffer.getvalue()) + gzip.flush()
         assert self._file is not None and self._path is not None
         offset = self._size
         self._file.write(data)
@@ -212,7 +217,7 @@ class WarcFileWriter:
             self._flush()
         return filename, offset, len(data)
 
-    def flush(self, **_: Any) -> None:
+    def flush(self, wait: bool = True, **_: Any) -> None:
         if self.broken is not None:
             raise self.broken
         try:
