@@ -158,6 +158,9 @@ _SPECS = [
     Setting("CRAWLER_EXT_DEDUP_MIN_WORDS", 20, _number(int, 1),
             "Fewer words of main text: judge by the full visible text; fewer of that: by the "
             "exact body only."),
+    Setting("CRAWLER_EXT_DEDUP_WORKERS", 1, _number(int, 0),
+            "Worker processes that fingerprint pages (text extraction, SimHash) off the reactor "
+            "thread; 0: on the reactor thread."),
     Setting("CRAWLER_EXT_DNS_MIN_TTL", 300.0, _number(float, 0),
             "Floor, in seconds, on how long a DNS answer is cached (longer TTLs are kept)."),
     Setting("CRAWLER_EXT_DNS_NEGATIVE_TTL", 60.0, _number(float, 0),

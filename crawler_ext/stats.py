@@ -83,6 +83,9 @@ STATS: list[Stat] = [
     Stat(("dedup/fallback/full_text", "dedup/fallback/body_hash"),
          "pages judged on their full visible text (too little main text), or on their exact "
          "body only (too little text at all)"),
+    Stat(("dedup/workers/fallback",),
+         "pages fingerprinted on the reactor thread because the dedup worker processes could "
+         "not be used (no asyncio reactor, a worker died; logged once)"),
     Stat(("frontier/known_links", "frontier/known_links/before_engine"),
          "links refused at once because their exact spelling was recently admitted or found "
          "seen; of them, refused by the known-links spider middleware before the engine's "

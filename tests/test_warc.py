@@ -165,6 +165,70 @@ def test_the_writer_thread_keeps_order_and_content(tmp_path: Path) -> None:
     assert not list((tmp_path / "thread").glob("*.open"))
 
 
+def test_the_writer_process_keeps_order_content_and_counters(tmp_path: Path) -> None:
+    """The crawl writes through ProcessWriter (serialisation and gzip in a child process): the
+    same records in the same order as the direct writer; a waiting flush means on disk; the
+    counters come back from the process; files rotate by size."""
+    import functools
+
+    from crawler_ext.warc.process import ProcessWriter
+
+    def writer(directory: Path, max_size: int) -> WarcFileWriter:  # a picklable clock
+        ids = (f"<urn:uuid:00000000-0000-0000-0000-{i:012d}>" for i in itertools.count())
+        return WarcFileWriter(directory, prefix="test", max_size=max_size,
+                              clock=functools.partial(str, "20260101000000000"),
+                              record_ids=lambda: next(ids),
+                              warc_dates=lambda: "2026-01-01T00:00:00.000000Z")
+
+    direct = writer(tmp_path / "direct", 10**9)
+    direct.open()
+    write_pages(direct, 30)
+    write_pages(direct, 30)
+    direct.close()
+    child = ProcessWriter(writer(tmp_path / "process", 10**9))
+    child.open()
+    assert child._remote  # the process, not the thread
+    write_pages(child, 30)  # type: ignore[arg-type]
+    child.flush()
+    on_disk = 0
+    for path in (tmp_path / "process").glob("*.warc.gz*"):
+        with open(path, "rb") as fh:
+            on_disk += sum(r.rec_type == "response" for r in ArchiveIterator(fh))
+    assert on_disk == 30 and child.records == 31  # (and the file's warcinfo)
+    write_pages(child, 30)  # type: ignore[arg-type]
+    child.close()
+    assert _records(tmp_path / "process") == _records(tmp_path / "direct")
+    assert [p.name for p in child.files] == [p.name for p in direct.files]
+    assert child.records == direct.records == 61
+    # (the warcinfo record's id and date are the process's own: sizes differ by a few bytes)
+    assert abs(child.bytes_written - direct.bytes_written) < 100
+    rotating = ProcessWriter(writer(tmp_path / "rotating", 3000))
+    rotating.open()
+    write_pages(rotating, 60)  # type: ignore[arg-type]
+    rotating.close()
+    assert len(rotating.files) > 3 and not list((tmp_path / "rotating").glob("*.open"))
+    assert [r[1] for r in _records(tmp_path / "rotating") if r[0] == "response"] == \
+        [f"http://e.com/{i}" for i in range(60)]
+
+
+def test_a_write_error_in_the_writer_process_reaches_the_caller(tmp_path: Path) -> None:
+    import pytest
+
+    from crawler_ext.warc.process import ProcessWriter
+
+    directory = tmp_path / "gone"
+    child = ProcessWriter(WarcFileWriter(directory, prefix="t"))
+    child.open()
+    directory.rmdir()
+    directory.write_text("a file where the WARC directory was")  # (fails as root too)
+    write_pages(child, 2)  # type: ignore[arg-type]
+    with pytest.raises(OSError):
+        child.flush()
+    with pytest.raises(OSError):
+        write_pages(child, 1)  # type: ignore[arg-type]
+    child.close()  # already told: close does not raise it again
+
+
 def test_a_flush_without_a_durable_journal_does_not_wait(tmp_path: Path) -> None:
     """Without JOBDIR the frontier's commit asks the writer thread to flush and goes on: the
     caller never waits for the queue, and the records still reach the file, in order."""

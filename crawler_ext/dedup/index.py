@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from crawler_ext.int64 import to_unsigned as _unsigned
 from crawler_ext.dedup.extract import fingerprint_text
 from crawler_ext.dedup.simhash import SimHashIndex, exact_hash, simhash
 
-__all__ = ["ContentIndex", "Verdict"]
+__all__ = ["ContentIndex", "PageFingerprint", "Verdict", "page_fingerprint"]
 
 @dataclass(frozen=True)
 class Verdict:
@@ -105,12 +106,12 @@ class ContentIndex:
 
     def check(self, url: str, html: str | bytes) -> Verdict:
         """Classify a page and, if it is unique, remember it."""
-        text, basis = fingerprint_text(html, self.min_words)
-        if basis == "body":  # too little text to judge by: the exact body only, no SimHash
-            body = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else html
-            ex, sh = exact_hash(b"body\x00" + body), 0
-        else:
-            ex, sh = exact_hash(text), simhash(text)
+        return self.classify(url, page_fingerprint(html, self.min_words))
+
+    def classify(self, url: str, page: PageFingerprint) -> Verdict:
+        """Classify a page by its fingerprint (computed here or in a worker process) and, if
+        it is unique, remember it."""
+        ex, sh, basis = page
         if ex in self.by_exact:
             original = self.urls[self.by_exact[ex]]
             if original == url:  # the same URL fetched again (a resumed crawl): not a copy
@@ -124,3 +125,22 @@ class ContentIndex:
             return Verdict("near", self.urls[near[0]], near[1], sh, ex, basis)
         self._remember(url, ex, sh)
         return Verdict("unique", None, 0, sh, ex, basis)
+
+
+class PageFingerprint(NamedTuple):
+    """What the index needs of a page: the exact hash, the SimHash (0 for a page judged by
+    its raw body) and the basis (``main``, ``full`` or ``body``)."""
+
+    exact: int
+    simhash: int
+    basis: str
+
+
+def page_fingerprint(html: str | bytes, min_words: int = 20) -> PageFingerprint:
+    """A page's fingerprint: pure CPU work, the same in any process (the dedup workers run
+    it off the reactor thread)."""
+    text, basis = fingerprint_text(html, min_words)
+    if basis == "body":  # too little text to judge by: the exact body only, no SimHash
+        body = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else html
+        return PageFingerprint(exact_hash(b"body\x00" + body), 0, basis)
+    return PageFingerprint(exact_hash(text), simhash(text), basis)

@@ -29,7 +29,8 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.job import job_dir
 
 from crawler_ext import config
-from crawler_ext.dedup.index import ContentIndex
+from crawler_ext.dedup.index import ContentIndex, PageFingerprint, page_fingerprint
+from crawler_ext.dedup.workers import FingerprintPool
 from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.distributed.cli import crawl_prefix, redis_from_settings
 from crawler_ext.distributed.sharedlog import SharedLog
@@ -43,8 +44,10 @@ _DOC = struct.Struct(">QQ")  # exact hash, SimHash; then the URL
 
 
 class ContentDedupMiddleware:
-    def __init__(self, index: ContentIndex, action: str = "drop", crawler: Any = None) -> None:
+    def __init__(self, index: ContentIndex, action: str = "drop", crawler: Any = None,
+                 pool: FingerprintPool | None = None) -> None:
         self.index = index
+        self.pool = pool  # fingerprints off the reactor thread (None: computed in place)
         self.action = action
         self.crawler = crawler
         self.stats = crawler.stats if crawler is not None else None
@@ -60,7 +63,9 @@ class ContentDedupMiddleware:
         jobdir = job_dir(s)
         index = ContentIndex(distance, Path(jobdir) / "content.sqlite3" if jobdir else None,
                              min_words=config.get(s, "CRAWLER_EXT_DEDUP_MIN_WORDS"))
-        mw = cls(index, config.get(s, "CRAWLER_EXT_DEDUP_ACTION"), crawler)
+        workers = config.get(s, "CRAWLER_EXT_DEDUP_WORKERS")
+        pool = FingerprintPool(workers, index.min_words, crawler.stats) if workers else None
+        mw = cls(index, config.get(s, "CRAWLER_EXT_DEDUP_ACTION"), crawler, pool)
         if config.get(s, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis" and \
                 config.get(s, "CRAWLER_EXT_REDIS_SHARE_CONTENT"):
             mw.share(redis_from_settings(s), crawl_prefix(s, crawler.spidercls.name))
@@ -85,6 +90,10 @@ class ContentDedupMiddleware:
 
     def spider_opened(self, spider: Any = None) -> None:
         self.index.open()
+        if self.pool is not None:
+            from scrapy.utils.reactor import is_asyncio_reactor_installed
+
+            self.pool.start(asyncio_loop=is_asyncio_reactor_installed())
         if self._shared is not None:
             self._shared.start()
 
@@ -101,6 +110,8 @@ class ContentDedupMiddleware:
             report_disk_full(self.crawler, "jobdir", self.index.path, exc)
 
     def spider_closed(self, spider: Any = None) -> None:
+        if self.pool is not None:
+            self.pool.close()
         if self._shared is not None:
             self._shared.stop()
         self._stored(self.index.close)
@@ -118,7 +129,17 @@ class ContentDedupMiddleware:
         ctype = response.headers.get("Content-Type", b"").lower()
         if ctype and b"html" not in ctype:
             return response
-        verdict = self.index.check(response.url, response.body)
+        if self.pool is not None and self.pool.active:
+            return self._judge_later(request, response)  # (a coroutine: Scrapy awaits it)
+        return self._judge(request, response, page_fingerprint(response.body,
+                                                               self.index.min_words))
+
+    async def _judge_later(self, request: Request, response: Response) -> Response:
+        assert self.pool is not None
+        return self._judge(request, response, await self.pool.fingerprint(response.body))
+
+    def _judge(self, request: Request, response: Response, page: PageFingerprint) -> Response:
+        verdict = self.index.classify(response.url, page)
         request.meta["dedup"] = verdict.as_meta()  # response.meta once the engine links them
         host = urlsplit(response.url).netloc
         self._hosts_fetched[host] += 1

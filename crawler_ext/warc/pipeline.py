@@ -37,7 +37,7 @@ from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.hosts.directives import raw_noindex
 from crawler_ext.signals import content_duplicate, frontier_commit
 from crawler_ext.warc.cdxj import metadata_uri
-from crawler_ext.warc.background import BackgroundWriter
+from crawler_ext.warc.process import ProcessWriter
 from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
 
 __all__ = ["WarcPipeline", "payload_digest"]
@@ -58,7 +58,7 @@ def _status_line(status: int) -> str:
 
 
 class WarcPipeline:
-    def __init__(self, writer: WarcFileWriter | BackgroundWriter, stats: Any = None,
+    def __init__(self, writer: WarcFileWriter | ProcessWriter, stats: Any = None,
                  store_noindex: bool = True, crawler: Any = None) -> None:
         self.writer = writer
         self.stats = stats
@@ -73,7 +73,7 @@ class WarcPipeline:
         directory = config.get(s, "CRAWLER_EXT_WARC_DIR")
         if not directory:
             raise NotConfigured  # CRAWLER_EXT_WARC_DIR empty: archiving off
-        writer = BackgroundWriter(WarcFileWriter(
+        writer = ProcessWriter(WarcFileWriter(
             directory, prefix=config.get(s, "CRAWLER_EXT_WARC_PREFIX"),
             max_size=config.get(s, "CRAWLER_EXT_WARC_MAX_SIZE"),
             info={"robots": "obey" if s.getbool("ROBOTSTXT_OBEY") else "ignore",

@@ -147,6 +147,12 @@ class WarcFileWriter:
         self._last_flush = time.monotonic()
         self.broken: OSError | None = None  # a failed write (disk full): nothing more goes out
 
+    def config(self) -> dict[str, Any]:
+        """The arguments that build this writer in another process (the writer process);
+        the id and date seams stay with the caller, who applies them (``prepare``)."""
+        return {"directory": self.directory, "prefix": self.prefix, "max_size": self.max_size,
+                "info": self.info, "clock": self.clock}
+
     @property
     def builder(self) -> WARCWriter:
         """warcio's record builder (``create_warc_record``, ``create_revisit_record``...)."""
