@@ -133,3 +133,37 @@ def test_learned_parameter_is_dropped_for_that_host_only() -> None:
     assert adm.learn_drop("e.com:8080", "sid")
     assert adm.check("http://e.com:8080/p?sid=1&a=2") == "http://e.com:8080/p?a=2"
     assert adm.check("http://other.com/p?sid=1") == "http://other.com/p?sid=1"
+
+
+def _reference_pattern(canonical_url: str) -> str:
+    """url_pattern as first written, segment by segment (the one-pass version must equal it)."""
+    import re
+
+    id_segment = re.compile(r"^(?=[^/]*\d)[0-9a-fA-F-]{6,}$|^\d+$")
+    start = canonical_url.find("/", canonical_url.find("//") + 2)
+    if start < 0:
+        return "/"
+    path, _, query = canonical_url[start:].partition("?")
+    segs = ["#" if id_segment.match(s) else re.sub(r"\d+", "#", s) for s in path.split("/")]
+    names = sorted({p.split("=", 1)[0] for p in query.split("&") if p})
+    return "/".join(segs) + ("?" + "&".join(names) if names else "")
+
+
+def test_url_pattern_in_one_pass_equals_the_segment_by_segment_definition() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    segment = st.text(alphabet="0123456789abcdefABCDEFghz-._~%", max_size=12)
+    query = st.lists(st.sampled_from(["a=1", "b=x2", "id=9f8e7d6c", "", "z", "a=2"]),
+                     max_size=4).map("&".join)
+
+    @settings(max_examples=2000, deadline=None)
+    @given(st.lists(segment, max_size=6), st.booleans(), query)
+    def check(segments: list[str], with_query: bool, q: str) -> None:
+        url = "http://h.example/" + "/".join(segments) + (f"?{q}" if with_query else "")
+        assert url_pattern(url) == _reference_pattern(url)
+
+    check()
+    for url in ("http://h", "http://h/", "http://h/2024/05/a1b2c3d4e5/page-12.html?x=1&b=2",
+                "http://h/abcdef12.html", "http://h/--1---/x", "http://h/123456/"):
+        assert url_pattern(url) == _reference_pattern(url)

@@ -109,3 +109,21 @@ def test_the_bloom_filter_is_a_seen_set() -> None:
     members = [m for m in dir(SeenSet) if not m.startswith("_")]
     assert [m for m in members if not hasattr(df, m)] == []
     assert df.check(Request("http://e.com/"), 42) is False and df.check(Request("http://x/"), 42)
+
+
+def test_the_one_pass_insert_equals_the_librarys_add_through_filter_growth() -> None:
+    # the seen set's test-and-set skips the library's second hashing of the newest filter:
+    # answers, per-filter counts and bits must stay exactly the library's (snapshots too)
+    from pybloom_live import ScalableBloomFilter
+
+    from crawler_ext.seen.bloom import seen_or_add
+
+    rng = random.Random(5)
+    mine, library = (ScalableBloomFilter(initial_capacity=100, error_rate=0.01,
+                                         mode=ScalableBloomFilter.LARGE_SET_GROWTH)
+                     for _ in range(2))
+    keys = [rng.randrange(3000).to_bytes(8, "big") for _ in range(5000)]  # repeats too
+    assert [seen_or_add(mine, k) for k in keys] == [library.add(k) for k in keys]
+    assert len(mine.filters) == len(library.filters) > 3  # grown several times
+    assert [f.count for f in mine.filters] == [f.count for f in library.filters]
+    assert all(a.bitarray == b.bitarray for a, b in zip(mine.filters, library.filters))

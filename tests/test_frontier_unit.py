@@ -240,3 +240,63 @@ def test_a_dispatch_before_the_hosts_next_allowed_time_is_counted() -> None:
     f.done(first, Outcome(200, 0.0), 0.0)  # next allowed: 1.0 (min delay)
     assert f.next(0.5) is not None
     assert seen["frontier/politeness_violations"] == 1
+
+
+def test_is_plain_equals_its_first_definition_on_varied_requests() -> None:
+    """The hot-path ``is_plain`` (attributes only) decides the stored form: it must say what
+    the first, set-building definition said, for every kind of request."""
+    import itertools
+
+    from scrapy import Request, Spider
+
+    from crawler_ext.frontier.codec import CHAIN, _stored_meta, is_plain
+
+    class WebLike(Spider):
+        name = "t"
+
+        def parse(self, response):  # noqa: ANN001, ANN201
+            return None
+
+        def other(self, response):  # noqa: ANN001, ANN201
+            return None
+
+    spider = WebLike()
+
+    def reference(request: Request) -> bool:
+        if request.method != "GET" or request.body or request.cookies:
+            return False
+        if request.headers and (set(request.headers) != {b"Referer"}
+                                or len(request.headers.getlist(b"Referer")) != 1):
+            return False
+        if request.errback is not None or request.cb_kwargs or request.flags:
+            return False
+        if request.callback not in (None, getattr(spider, "parse", None)):
+            return False
+        if request.encoding != "utf-8" or request.dont_filter or request.priority:
+            return False
+        return set(_stored_meta(request)) <= {"depth", CHAIN}
+
+    variants = {
+        "method": [{}, {"method": "POST"}, {"method": "HEAD"}],
+        "headers": [{}, {"headers": {"Referer": "http://e.com/"}},
+                    {"headers": {"Accept": "x"}},
+                    {"headers": {"Referer": "http://e.com/", "Accept": "x"}},
+                    {"headers": [("Referer", "a"), ("Referer", "b")]}],
+        "meta": [{}, {"meta": {"depth": 3}}, {"meta": {"depth": 1, CHAIN: 2}},
+                 {"meta": {"download_latency": 0.2}}, {"meta": {"k": 1}},
+                 {"meta": {"download_slot": "e.com"}}, {"meta": {"download_slot": "x"}}],
+        "callback": [{}, {"callback": spider.parse}, {"callback": spider.other},
+                     {"errback": spider.other}],
+        "other": [{}, {"priority": 1}, {"dont_filter": True}, {"cookies": {"a": "1"}},
+                  {"body": b"x"}, {"cb_kwargs": {"a": 1}}, {"flags": ["f"]},
+                  {"encoding": "latin-1"}],
+    }
+    checked = 0
+    for combo in itertools.product(*variants.values()):
+        kwargs: dict = {}
+        for part in combo:
+            kwargs.update(part)
+        request = Request("http://e.com/p/1.html", **kwargs)
+        assert is_plain(request, spider) == reference(request), kwargs
+        checked += 1
+    assert checked == 3 * 5 * 7 * 4 * 8

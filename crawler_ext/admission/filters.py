@@ -35,6 +35,9 @@ logger = logging.getLogger(__name__)
 
 _ID_SEGMENT = re.compile(r"^(?=[^/]*\d)[0-9a-fA-F-]{6,}$|^\d+$")
 _DIGITS = re.compile(r"\d+")
+#: in one pass over a path: a whole id-like segment (6+ hex digits or dashes, a digit among
+#: them), else each run of digits (a segment of digits only is one run)
+_BLANKS = re.compile(r"(?<=/)(?=[^/]*\d)[0-9a-fA-F-]{6,}(?=/|\Z)|\d+")
 
 
 def url_pattern(canonical_url: str) -> str:
@@ -44,9 +47,11 @@ def url_pattern(canonical_url: str) -> str:
     if start < 0:
         return "/"
     path, _, query = canonical_url[start:].partition("?")
-    segs = ["#" if _ID_SEGMENT.match(s) else _DIGITS.sub("#", s) for s in path.split("/")]
+    path = _BLANKS.sub("#", path)
+    if not query:
+        return path
     names = sorted({p.split("=", 1)[0] for p in query.split("&") if p})
-    return "/".join(segs) + ("?" + "&".join(names) if names else "")
+    return path + ("?" + "&".join(names) if names else "")
 
 
 def renamed_id(url: str, referer: str) -> bool:

@@ -235,6 +235,9 @@ def _hash(data: str, bits: int) -> int:
     return int.from_bytes(digest, "big") >> (64 - bits)
 
 
+_HOST_HIGH_BITS: dict[str, int] = {}  # scheme + host + port -> its hash, in the high bits
+
+
 def fingerprint(canonical_url: str) -> int:
     """64-bit fingerprint of a canonical URL: host hash (high bits) | URL hash (low bits)."""
     start = canonical_url.find("//") + 2
@@ -242,8 +245,13 @@ def fingerprint(canonical_url: str) -> int:
     if end < 0:
         end = len(canonical_url)
     host = canonical_url[:end]  # scheme + host + port
+    high = _HOST_HIGH_BITS.get(host)
+    if high is None:  # (a host's links come in runs: its hash is remembered, bounded)
+        if len(_HOST_HIGH_BITS) >= 100_000:
+            _HOST_HIGH_BITS.clear()
+        high = _HOST_HIGH_BITS[host] = _hash(host, HOST_BITS) << REST_BITS
     # the low bits hash the whole URL, so two hosts whose 20-bit hashes collide still differ
-    return (_hash(host, HOST_BITS) << REST_BITS) | _hash(canonical_url, REST_BITS)
+    return high | _hash(canonical_url, REST_BITS)
 
 
 def url_fingerprint(url: str) -> int:

@@ -41,29 +41,38 @@ def _stored_meta(request: Request) -> dict[str, Any]:
     return meta
 
 
+_PLAIN_META = frozenset({"depth", CHAIN}) | _TRANSIENT_META
+
+
 def is_plain(request: Request, spider: Any) -> bool:
-    """A link as a spider yields it: stored in the compact form."""
-    if request.method != "GET" or request.body or request.cookies:
+    """A link as a spider yields it: stored in the compact form.  (On every admitted link:
+    it reads attributes only, builds nothing, in the common case.)"""
+    if request.method != "GET" or request.body or request.cookies or request.dont_filter \
+            or request.priority or request.errback is not None or request.flags \
+            or request.encoding != "utf-8":
         return False
-    if request.headers and (set(request.headers) != {b"Referer"}
-                            or len(request.headers.getlist(b"Referer")) != 1):
+    headers = request.headers
+    if headers and (len(headers) != 1 or len(headers.getlist(b"Referer")) != 1):
         return False
-    if request.errback is not None or request.cb_kwargs or request.flags:
+    if request.cb_kwargs:
         return False
-    if request.callback not in (None, getattr(spider, "parse", None)):
+    if request.callback is not None and request.callback != getattr(spider, "parse", None):
         return False
-    if request.encoding != "utf-8" or request.dont_filter or request.priority:
-        return False
+    meta = request.meta
+    if all(key in _PLAIN_META for key in meta):
+        return True
     return set(_stored_meta(request)) <= {"depth", CHAIN}
 
 
-def encode_plain(request: Request) -> bytes:
-    """The compact form of a request :func:`is_plain` said yes to."""
+def encode_plain(request: Request, referer: bytes | None = None) -> bytes:
+    """The compact form of a request :func:`is_plain` said yes to (``referer``: its Referer
+    header, if the caller has read it already)."""
     meta = request.meta
     depth = int(meta.get("depth", 0))
     chain = int(meta.get(CHAIN, 0))
     head = b"%d.%d" % (depth, chain) if chain else b"%d" % depth
-    referer = request.headers.get(b"Referer") or b""
+    if referer is None:
+        referer = request.headers.get(b"Referer") or b""
     return b"U%s\x00%s\x00%s" % (head, referer, request.url.encode("utf-8"))
 
 

@@ -469,13 +469,13 @@ class FrontierScheduler(BaseScheduler):
                     check_seen=not request.dont_filter)
         return True
 
-    def _encode(self, request: Request) -> bytes:
+    def _encode(self, request: Request, referer: bytes | None = None) -> bytes:
         """A request as the frontier stores it: the compact form for a plain link; else, in
         the memory frontier, the Request object itself (no pickling: any callback, any
         meta); in a durable one its pickle, or the object if it cannot be pickled (logged
         once, counted in scheduler/unserializable as Scrapy does: lost if the process dies)."""
         if is_plain(request, self.spider):
-            return encode_plain(request)
+            return encode_plain(request, referer)
         if self.frontier.durable:
             try:
                 return encode_request(request, self.spider)
@@ -525,16 +525,19 @@ class FrontierScheduler(BaseScheduler):
             band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
             self._inc("frontier/demoted")
         checked = _checks_seen(request)
-        self._queue(Entry(key, band, self._encode(request), fp, priority=request.priority),
-                    check_seen=checked)
+        # (the Referer read once per link: as admission's string, back to its bytes here)
+        data = self._encode(request, referer.encode("latin-1") if referer else b"")
+        self._queue(Entry(key, band, data, fp, priority=request.priority), check_seen=checked)
 
     def _queue(self, entry: Entry, check_seen: bool) -> None:
         self.frontier.add([entry], check_seen=check_seen)
-        self._inc("frontier/enqueued")
-        self._inc(f"frontier/enqueued/band_{entry.band}")
+        counts = self._counts
+        counts.inc("frontier/enqueued")
+        counts.inc(_BAND_STATS[entry.band] if entry.band < len(_BAND_STATS)
+                   else f"frontier/enqueued/band_{entry.band}")
         # Scrapy's own scheduler stats, for the tools that read them
-        self._inc("scheduler/enqueued")
-        self._inc(f"scheduler/enqueued/{self._where(entry)}")
+        counts.inc("scheduler/enqueued")
+        counts.inc(f"scheduler/enqueued/{self._where(entry)}")
 
     def _where(self, entry: Entry) -> str:
         return "memory" if entry.data[:1] == b"M" or not self.frontier.durable else "disk"
@@ -800,6 +803,7 @@ class FrontierScheduler(BaseScheduler):
 
 
 _LOW_BITS = (1 << REST_BITS) - 1
+_BAND_STATS = [f"frontier/enqueued/band_{band}" for band in range(16)]
 
 #: meta flag of a request the user made with ``dont_filter=True`` (not a retry's copy)
 USER_DONT_FILTER = "crawler_ext_dont_filter"

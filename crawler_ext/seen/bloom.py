@@ -39,11 +39,26 @@ from crawler_ext.seen.contract import MAYBE
 from crawler_ext.stats import Counts
 from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint
 
-__all__ = ["BloomDupeFilter", "ExactSeenStore", "MAYBE"]
+__all__ = ["BloomDupeFilter", "ExactSeenStore", "MAYBE", "seen_or_add"]
 
 logger = logging.getLogger(__name__)
 _HEADER = struct.Struct(">8sQ")
 _MAGIC = b"CXBLOOM1"
+
+
+def seen_or_add(bloom: ScalableBloomFilter, key: bytes) -> bool:
+    """``bloom.add(key)`` -- True if ``key`` was (probably) there -- hashing the newest filter
+    once, not twice: the library checks every filter, then hashes the newest again to insert;
+    ``BloomFilter.add`` checks and inserts in one pass.  The same bits, counts and answers
+    (tested against the library's own ``add``)."""
+    filters = bloom.filters
+    if not filters or filters[-1].count >= filters[-1].capacity:
+        return bloom.add(key)  # a new filter is due: the library's own path
+    newest = filters[-1]
+    for older in filters:
+        if older is not newest and key in older:
+            return True
+    return newest.add(key)
 
 
 class ExactSeenStore:
@@ -183,7 +198,7 @@ class BloomDupeFilter:
     def seen_fingerprint(self, fp: int) -> bool | None:
         """Test and set: True if ``fp`` was (probably) seen before; in exact mode
         :data:`MAYBE` when the Bloom filter says seen and :meth:`confirm` must decide."""
-        seen = self.bloom.add(fp.to_bytes(8, "big"))
+        seen = seen_or_add(self.bloom, fp.to_bytes(8, "big"))
         counts = self._counts
         counts.inc("dupefilter/checks")
         if self.exact is not None:
