@@ -9,7 +9,7 @@ import sys
 from scrapy import Request
 
 from crawler_ext.frontier.codec import decode_request, encode_request
-from crawler_ext.frontier.scheduler import USER_DONT_FILTER, _checks_seen
+from crawler_ext.frontier.intake import USER_DONT_FILTER, checks_seen
 
 
 def test_user_meta_survives_the_frontier_codec() -> None:
@@ -23,16 +23,16 @@ def test_user_meta_survives_the_frontier_codec() -> None:
 
 
 def test_a_users_dont_filter_is_honoured_for_its_redirects_a_retrys_is_not() -> None:
-    assert _checks_seen(Request("http://e.com/"))
-    assert not _checks_seen(Request("http://e.com/", dont_filter=True))
+    assert checks_seen(Request("http://e.com/"))
+    assert not checks_seen(Request("http://e.com/", dont_filter=True))
     # a redirect of a retried request: Scrapy copied the retry's dont_filter onto it
     retried = Request("http://e.com/t", dont_filter=True, meta={"redirect_urls": ["http://e.com/"],
                                                                 "retry_times": 1})
-    assert _checks_seen(retried)
+    assert checks_seen(retried)
     # a redirect of the user's own dont_filter request (flagged when it was scheduled)
     user = Request("http://e.com/t", dont_filter=True,
                    meta={"redirect_urls": ["http://e.com/"], USER_DONT_FILTER: True})
-    assert not _checks_seen(user)
+    assert not checks_seen(user)
 
 
 def test_importing_the_pack_does_not_install_a_reactor() -> None:
@@ -54,7 +54,7 @@ def test_requests_with_bodies_are_judged_by_scrapys_fingerprinter() -> None:
     scheduler = FrontierScheduler.from_crawler(crawler)
     one = Request("http://e.com/api", method="POST", body=b"a=1")
     two = Request("http://e.com/api", method="POST", body=b"a=2")
-    fps = {scheduler._request_fp(r, r.url) for r in (one, two, one.replace())}
+    fps = {scheduler.intake._request_fp(r, r.url) for r in (one, two, one.replace())}
     assert len(fps) == 2
     # the host's bits are the URL's, so one host's requests still sort together
     from crawler_ext.admission.urls import REST_BITS, fingerprint

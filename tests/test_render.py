@@ -90,7 +90,7 @@ def test_a_shell_reached_by_a_redirect_is_queued_for_rendering_past_the_seen_set
     from scrapy import Request
     from scrapy.http import HtmlResponse
 
-    from crawler_ext.frontier.scheduler import _checks_seen
+    from crawler_ext.frontier.intake import checks_seen
     from crawler_ext.hosts.netguard import NetworkGuard
     from crawler_ext.render.middleware import RenderMiddleware
 
@@ -103,7 +103,7 @@ def test_a_shell_reached_by_a_redirect_is_queued_for_rendering_past_the_seen_set
     queued = mw.process_response(request, response)
     assert isinstance(queued, Request) and queued.url == "http://app.test/new"
     assert queued.dont_filter and queued.meta["playwright"]
-    assert not _checks_seen(queued)  # the seen set knows the URL: it was just fetched
+    assert not checks_seen(queued)  # the seen set knows the URL: it was just fetched
     assert "redirect_urls" not in queued.meta and "download_latency" not in queued.meta
     assert queued.meta["depth"] == 2 and queued.meta["user_key"] == "kept"
     assert queued.meta["render"]["shell"] and not queued.meta["render"]["rendered"]

@@ -63,7 +63,7 @@ def make(tmp_path: Path, **kwargs) -> tuple[FrontierScheduler, list[str]]:
 def fetch_one(sched: FrontierScheduler) -> None:
     request = sched.next_request()
     assert request is not None
-    sched._on_left(request)  # the download returned; the response was processed
+    sched.inflight.left(request)  # the download returned; the response was processed
 
 
 def test_a_flush_completes_then_signals_then_commits_the_journal_then_the_seen_set(
@@ -102,9 +102,9 @@ def test_nothing_is_completed_while_links_wait_for_dns(tmp_path: Path) -> None:
 def test_pending_counts_unconfirmed_urls_and_robots_redirects(tmp_path: Path) -> None:
     sched, _ = make(tmp_path)
     assert not sched.has_pending_requests()
-    sched._unconfirmed.append((Request("http://e.com/u"), "http://e.com/u", 1, None))
+    sched.intake.unconfirmed.append((Request("http://e.com/u"), "http://e.com/u", 1, None))
     assert sched.has_pending_requests()
-    sched._unconfirmed.clear()
+    sched.intake.unconfirmed.clear()
     robots, _ = make(tmp_path / "r", robots=RobotsCache(agent="t"))
     hop = Request("http://e.com/robots1.txt",
                   meta={ROBOTS_META: "http://e.com"})

@@ -31,6 +31,8 @@ def engine_of(crawler: Any) -> Any:
 class EngineHandle:
     def __init__(self, crawler: Any) -> None:
         self.crawler = crawler
+        self._call: Any = None  # the armed wake-up
+        self._due: float | None = None  # when it fires (time.time())
 
     def _slot(self) -> Any:
         return getattr(engine_of(self.crawler), "_slot", None)
@@ -68,6 +70,32 @@ class EngineHandle:
         slot = self._slot()
         if slot is not None:
             slot.nextcall.schedule()
+
+    def wake_at(self, when: float | None, now: float) -> None:
+        """Make the engine ask again at unix time ``when`` (the next key ready), not at its
+        5 s heartbeat; an earlier wake-up already armed stands."""
+        if when is None or not self.present():
+            return
+        from scrapy.utils.asyncio import call_later
+
+        when = max(when, now)
+        if self._call is not None:
+            if self._due is not None and self._due <= when:
+                return
+            self._call.cancel()
+        self._due = when
+        self._call = call_later(when - now, self.wake_now)
+
+    def wake_now(self) -> None:
+        """Wake the engine now, forgetting the armed wake-up (the next one is armed anew)."""
+        self._call = self._due = None
+        self.wake()
+
+    def stop(self) -> None:
+        """Cancel an armed wake-up (the scheduler closes)."""
+        if self._call is not None:
+            self._call.cancel()
+            self._call = self._due = None
 
     def in_progress(self) -> Any:
         """Requests the engine is processing (a set), or None without an engine."""

@@ -1,0 +1,145 @@
+"""The requests the frontier handed to the engine, from dispatch until the engine is done.
+
+Scrapy's signals say when each response came out of the download handler
+(``response_downloaded``: status, ``Retry-After``, the time it arrived) and when the request
+left the downloader (``request_left_downloader``): then its politeness key is released with
+the server's own time (not the reactor's lag, ``ServerLatency``) and the outcome, so in-flight
+counts and next allowed times are exact.  An entry is *completed* (a durable store forgets
+it) only once the engine has finished processing its response -- its links are admitted by
+then -- which :meth:`InFlight.reap` finds out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy import Request
+
+from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.lag import ServerLatency
+from crawler_ext.frontier.politeness import BACKOFF_STATUSES, Outcome, parse_retry_after
+from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
+from crawler_ext.frontier.storage import Entry
+
+__all__ = ["Dispatched", "InFlight"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Dispatched:
+    entry: Entry
+    started: float
+    left: bool = False
+    status: int | None = None
+    retry_after: float | None = None
+    arrived: float | None = None  # when the response came out of the download handler
+
+
+class InFlight:
+    """``add`` at dispatch; ``downloaded`` and ``left`` from the signals; ``reap`` what the
+    engine has finished.  ``released(key, status, started, delay)`` is told of every release
+    (the ``host_released`` signal); ``rearm()`` after one, so the engine is woken when the
+    next key is ready."""
+
+    def __init__(self, frontier: FrontierBackend, robots: RobotsGate | None,
+                 latency: ServerLatency, clock: Callable[[], float],
+                 inc: Callable[..., None], stats: Any = None,
+                 released: Callable[..., None] = lambda **_: None,
+                 rearm: Callable[[], None] = lambda: None) -> None:
+        self.frontier = frontier
+        self.robots = robots
+        self.latency = latency
+        self.clock = clock
+        self._inc = inc
+        self.stats = stats
+        self._released = released
+        self._rearm = rearm
+        self._requests: dict[Request, Dispatched] = {}
+        self._parked_logged = 0
+
+    def __len__(self) -> int:
+        return len(self._requests)
+
+    def get(self, request: Request | None) -> Dispatched | None:
+        return self._requests.get(request) if request is not None else None  # type: ignore[arg-type]
+
+    def add(self, request: Request, entry: Entry, now: float) -> None:
+        self._requests[request] = Dispatched(entry, now)
+
+    def downloaded(self, response: Any, request: Request, spider: Any = None) -> None:
+        """``response_downloaded``: the status and its time (robots.txt answers go to the
+        gate with their bodies)."""
+        if self.robots is not None and request.meta.get(ROBOTS_META):
+            self.robots.answered(request, response.status, response.body)
+        info = self._requests.get(request)
+        if info is None:
+            return
+        info.status = response.status
+        info.arrived = self.clock()
+        if response.status in BACKOFF_STATUSES:
+            info.retry_after = parse_retry_after(response.headers.get("Retry-After"))
+
+    def left(self, request: Request, spider: Any = None) -> None:
+        """``request_left_downloader``: release the key with the server's time and outcome."""
+        info = self._requests.get(request)
+        if info is None or info.left:
+            return
+        info.left = True
+        now = self.clock()
+        if info.status is None and self.robots is not None and request.meta.get(ROBOTS_META):
+            self.robots.answered(request, None, b"")  # unreachable: disallow all for now
+        latency = request.meta.get("download_latency")
+        if latency is None:
+            latency = now - info.started
+        # the server's time, not our own lag; the key rests from when its response arrived
+        if request.meta.get(ROBOTS_META):
+            # a host's first fetch, on a new connection: its time is mostly the setup's
+            server_time = self.latency.estimate(info.entry.key)
+        else:
+            server_time = self.latency.observe(info.entry.key, float(latency), now)
+        outcome = Outcome(info.status, server_time, info.retry_after)
+        delay = self.frontier.done(info.entry, outcome, info.arrived or now)
+        self._released(key=info.entry.key, status=info.status, started=info.started,
+                       delay=delay)
+        if info.status is None or info.status in BACKOFF_STATUSES:
+            self._inc("frontier/backoffs")
+            if info.retry_after is not None:
+                self._inc("frontier/retry_after_honoured")
+        if info.entry.key in self.frontier.parked:
+            self._parked(info.entry.key, delay)
+        elif self.stats is not None:
+            self.stats.max_value("frontier/delay_max", round(delay, 3))
+        self._rearm()
+
+    def _parked(self, key: str, delay: float) -> None:
+        """A host asked to wait longer than CRAWLER_EXT_POLITENESS_BACKOFF_MAX: honoured, but
+        it does not keep the crawl open (logged for the first hosts, counted at close)."""
+        self._inc("frontier/parkings")
+        if self._parked_logged < 10:
+            self._parked_logged += 1
+            logger.warning("Frontier: %s asks to wait %.0f s (Retry-After or Crawl-delay), more "
+                           "than CRAWLER_EXT_POLITENESS_BACKOFF_MAX: parked; its queued URLs are "
+                           "kept but the crawl may finish without them (frontier/parked)",
+                           key, delay)
+
+    def reap(self, in_progress: Any, final: bool) -> Iterator[Entry]:
+        """The entries whose responses the engine has finished processing (``in_progress``:
+        the engine's requests in process, None without an engine), taken out; a request
+        dropped before the downloader (a middleware) releases its key first."""
+        now = self.clock()
+        for request, info in list(self._requests.items()):
+            if in_progress is not None and request in in_progress:
+                continue
+            if in_progress is None and not info.left and not final:
+                continue
+            if not info.left:  # dropped before the downloader (e.g. by a middleware)
+                if self.robots is not None and request.meta.get(ROBOTS_META):
+                    self.robots.answered(request, None, b"")  # (the SSRF guard): unreachable
+                self.frontier.release(info.entry, now)
+                self._rearm()
+            del self._requests[request]
+            yield info.entry

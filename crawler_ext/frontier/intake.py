@@ -1,0 +1,269 @@
+"""The way into the frontier: a request the engine schedules becomes an entry, or is refused.
+
+In order: robots.txt redirects (paced on their target's key, behind the same guards); the
+blocklist; schemes other than http(s) (no canonicalisation, robots.txt or trap rules); a
+link whose exact spelling was recently admitted or found seen (refused at once: the seen
+set's answer all the same, without canonicalisation and trap analysis); admission
+(canonical form, trap filters); the seen set (in exact mode a "maybe" waits for the batched
+confirmation at the next flush); then the politeness key (by address: once resolved), the
+pattern chain, the score and band, and the stored form.  A link to a URL already admitted
+credits it an inlink and may promote it.  ``dont_filter`` skips the seen set, except for a
+redirect's target, unless the user set it on the request themselves.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from scrapy import Request
+
+from crawler_ext.admission import Admission, RuleLearning
+from crawler_ext.admission.urls import REST_BITS, fingerprint, host_of
+from crawler_ext.frontier.codec import CHAIN
+from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.keys import PolitenessKeys, canonical_key, politeness_key
+from crawler_ext.frontier.requests import StoredRequests
+from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
+from crawler_ext.frontier.scoring import Scorer
+from crawler_ext.frontier.storage import Entry
+from crawler_ext.hosts.blocklist import Blocklist
+from crawler_ext.recrawl.middleware import REFRESH_META
+from crawler_ext.seen import MAYBE, SeenSet
+
+__all__ = ["USER_DONT_FILTER", "Intake", "checks_seen"]
+
+_LOW_BITS = (1 << REST_BITS) - 1
+_BAND_STATS = [f"frontier/enqueued/band_{band}" for band in range(16)]
+
+#: meta flag of a request the user made with ``dont_filter=True`` (not a retry's copy)
+USER_DONT_FILTER = "crawler_ext_dont_filter"
+
+#: what waits (for the seen set's confirmation, or a host's address): request, canonical
+#: URL, fingerprint, referer
+Waiting = tuple[Request, str, int, str | None]
+
+
+def checks_seen(request: Request) -> bool:
+    """Whether a request meets the seen set: unless ``dont_filter``; a redirect's target
+    always does (Scrapy copies dont_filter onto it from a retry, and the target may have
+    been fetched already), unless the user asked for ``dont_filter`` themselves."""
+    if not request.dont_filter:
+        return True
+    return "redirect_urls" in request.meta and not request.meta.get(USER_DONT_FILTER)
+
+
+class Intake:
+    def __init__(self, frontier: FrontierBackend, seen: SeenSet, scorer: Scorer,
+                 admission: Admission, learning: RuleLearning, keys: PolitenessKeys,
+                 robots: RobotsGate | None, blocklist: Blocklist, requests: StoredRequests,
+                 inc: Callable[..., None], wake: Callable[[float | None, float], None],
+                 clock: Callable[[], float],
+                 request_fingerprinter: Callable[[], Any] = lambda: None) -> None:
+        self.frontier = frontier
+        self.seen = seen
+        self.scorer = scorer
+        self.admission = admission
+        self.learning = learning
+        self.keys = keys
+        self.robots = robots
+        self.blocklist = blocklist
+        self.requests = requests
+        self._inc = inc
+        self._wake = wake
+        self.clock = clock
+        self._fingerprinter = request_fingerprinter
+        self.unconfirmed: list[Waiting] = []
+        # exact spellings of links recently admitted or found seen -> their fingerprint: a
+        # link seen again (a site's navigation, on every page) is refused without
+        # canonicalisation and trap analysis; the answer is the seen set's all the same
+        self.known: OrderedDict[str, int] = OrderedDict()
+        self.known_memory = 100_000
+
+    def forget_known(self) -> None:
+        """A parameter was learned irrelevant: spellings get other canonical forms."""
+        self.known.clear()
+
+    def _wake_now(self) -> None:
+        now = self.clock()
+        self._wake(now, now)
+
+    def enqueue(self, request: Request) -> bool:
+        """``Scheduler.enqueue_request``: True if the request was queued (or waits to be)."""
+        if request.meta.get(ROBOTS_META) and self.robots is not None:
+            # a robots.txt redirect: paced on its target's key, behind the same guards
+            self.frontier.add([self.robots.redirected(request, politeness_key(request.url))],
+                              check_seen=False)
+            self._wake_now()
+            return True
+        if self.blocklist.blocked(request.url):
+            self._inc("admission/rejected/blocklist")
+            return False
+        raw = request.url
+        scheme = raw.partition(":")[0].lower()
+        if scheme not in ("http", "https"):
+            return self._enqueue_other(request, scheme)
+        if request.dont_filter and "redirect_urls" not in request.meta and \
+                "retry_times" not in request.meta:
+            request.meta[USER_DONT_FILTER] = True  # the user's own: honoured for its redirects
+        if self._refuse_known(request):
+            return False
+        referer = request.headers.get("Referer")
+        referer_url = referer.decode("latin-1") if referer else None
+        canonical = self.admission.check(request.url, referer_url)
+        if canonical is None:
+            return False
+        if canonical != request.url:
+            request = request.replace(url=canonical)
+        plain = request.method in ("GET", "HEAD") and not request.body
+        fp = fingerprint(canonical) if plain else self._request_fp(request, canonical)
+        if checks_seen(request):
+            seen = self.seen.check(request, fp)
+            if seen is MAYBE:  # exact mode: confirmed in one batch at the next flush
+                self.unconfirmed.append((request, canonical, fp, referer_url))
+                return True
+            if seen:
+                if plain:
+                    self._remember_known(raw, fp)
+                self._rediscovered(request, canonical, fp)
+                return False
+            if plain:
+                self._remember_known(raw, fp)
+        self._admit(request, canonical, fp, referer_url)
+        return True
+
+    def refresh(self, url: str, due: float, history: dict | None = None) -> None:
+        """A delayed entry for ``url`` at unix time ``due``, past the seen set (recrawl)."""
+        key = self.keys.known(canonical_key(url))  # (a fetched page's host is resolved)
+        request = Request(url, dont_filter=True, meta={REFRESH_META: history or True})
+        band = self.scorer.band(self.scorer.score(key, 0, 1), 0)
+        entry = Entry(key, band, self.requests.encode(request), fingerprint(url))
+        self.frontier.add_delayed([entry], due)
+        self._wake(due, self.clock())
+
+    def trap_pattern(self, url: str) -> tuple[str, bool]:
+        """The shared frontier's question at a push: ``url``'s host and pattern, and whether
+        the pages fetched here call the pattern a trap."""
+        host = host_of(url)
+        pattern = self.admission.pattern(url)
+        return f"{host}\t{pattern}", self.admission.is_trap(host, pattern)
+
+    def refuse_known(self, request: Request) -> bool:
+        """True if ``request`` is a link whose exact spelling was recently admitted or found
+        seen: refused (counted, credited as an inlink) as :meth:`enqueue` would, without the
+        engine's round.  The known-links spider middleware asks this."""
+        if self.blocklist.blocked(request.url):
+            return False  # enqueue counts it as the blocklist's
+        if self._refuse_known(request):
+            self._inc("frontier/known_links/before_engine")
+            return True
+        return False
+
+    def _refuse_known(self, request: Request) -> bool:
+        if request.dont_filter or request.method != "GET":
+            return False
+        known = self.known.get(request.url)
+        if known is None:
+            return False
+        self._inc("dupefilter/filtered")
+        self._inc("frontier/known_links")
+        self._rediscovered(request, request.url, known)
+        return True
+
+    def _enqueue_other(self, request: Request, scheme: str) -> bool:
+        """data:, file:, ftp:, s3:, ...: no canonicalisation, robots.txt or trap rules.  The
+        guard in the download path lets data: through and refuses the rest unless
+        CRAWLER_EXT_ALLOWED_SCHEMES allows them (NotSupported, in the request's errback)."""
+        fp = fingerprint(request.url)
+        if not request.dont_filter:
+            seen = self.seen.check(request, fp)
+            if seen is MAYBE:
+                seen = self.seen.confirm([fp])[0]
+            if seen:
+                return False
+        if scheme == "data":  # nothing to be polite to: each its own key, no delay between
+            key = f"data:{fp:x}"
+        else:
+            try:
+                key = f"{scheme}:{(urlsplit(request.url).netloc or '').lower()}"
+            except ValueError:
+                key = f"{scheme}:"
+        band = self.scorer.band(self.scorer.score(key, int(request.meta.get("depth", 0)), 1),
+                                request.priority)
+        entry = Entry(key, band, self.requests.encode(request), fp, priority=request.priority)
+        self._queue(entry, check_seen=not request.dont_filter)
+        return True
+
+    def _request_fp(self, request: Request, canonical: str) -> int:
+        """A request with a body or another method than GET/HEAD is judged by Scrapy's
+        configured request fingerprinter (REQUEST_FINGERPRINTER_CLASS), folded to 64 bits
+        under the URL's host bits: two POSTs to one URL with different bodies stay two."""
+        fingerprinter = self._fingerprinter()
+        if fingerprinter is None:
+            return fingerprint(canonical)
+        low = int.from_bytes(fingerprinter.fingerprint(request)[:8], "big") & _LOW_BITS
+        return (fingerprint(canonical) & ~_LOW_BITS) | low
+
+    def _remember_known(self, url: str, fp: int) -> None:
+        self.known[url] = fp
+        if len(self.known) > self.known_memory:
+            self.known.popitem(last=False)
+
+    def _admit(self, request: Request, canonical: str, fp: int, referer: str | None) -> None:
+        host = canonical_key(canonical)
+        key = self.keys.key(host, (request, canonical, fp, referer))
+        if key is None:  # keyed by address: admitted when the host's address is known
+            return
+        chain = self.admission.count(canonical, referer)
+        if chain:  # stored with the URL: whoever fetches it continues the chain
+            request.meta[CHAIN] = chain
+        depth = int(request.meta.get("depth", 0))
+        band = self.scorer.band(self.scorer.score(host, depth, 1), request.priority)
+        if self.learning.demoted(canonical):
+            band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
+            self._inc("frontier/demoted")
+        checked = checks_seen(request)
+        # (the Referer read once per link: as admission's string, back to its bytes here)
+        data = self.requests.encode(request, referer.encode("latin-1") if referer else b"")
+        self._queue(Entry(key, band, data, fp, priority=request.priority), check_seen=checked)
+
+    def _queue(self, entry: Entry, check_seen: bool) -> None:
+        self.frontier.add([entry], check_seen=check_seen)
+        inc = self._inc
+        inc("frontier/enqueued")
+        inc(_BAND_STATS[entry.band] if entry.band < len(_BAND_STATS)
+            else f"frontier/enqueued/band_{entry.band}")
+        # Scrapy's own scheduler stats, for the tools that read them
+        inc("scheduler/enqueued")
+        inc(f"scheduler/enqueued/{self.requests.where(entry.data)}")
+
+    def resolved(self, waited: list[Waiting]) -> None:
+        """A host's address is known: admit the URLs that waited for it."""
+        for item in waited:
+            self._admit(*item)
+        self._wake_now()
+
+    def _rediscovered(self, request: Request, canonical: str, fp: int) -> None:
+        """A link to a URL already admitted: one more inlink, maybe a better band."""
+        host = canonical_key(canonical)
+        inlinks = self.frontier.relink(fp, self.keys.known(host))
+        if inlinks is not None:
+            depth = int(request.meta.get("depth", 0))
+            score = self.scorer.score(host, depth, inlinks)
+            self.frontier.promote(fp, self.scorer.band(score, request.priority))
+        self.seen.log(request, self.requests.spider)
+
+    def confirm(self) -> None:
+        """Exact mode: the seen set's batched answer for the URLs that wait for it."""
+        if not self.unconfirmed:
+            return
+        batch, self.unconfirmed = self.unconfirmed, []
+        seen = self.seen.confirm([fp for _, _, fp, _ in batch])
+        for (request, canonical, fp, referer), was_seen in zip(batch, seen):
+            if was_seen:
+                self._rediscovered(request, canonical, fp)
+            else:
+                self._admit(request, canonical, fp, referer)
+        self._wake_now()
