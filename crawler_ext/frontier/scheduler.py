@@ -120,7 +120,6 @@ class FrontierScheduler(BaseScheduler):
                              self._counts.inc, self._arm_wake, time.time,
                              lambda: getattr(self.crawler, "request_fingerprinter", None))
         self._frozen = False  # a disk filled up: the journal commits nothing more
-        self.spider: Spider | None = None
         self.engine = EngineHandle(crawler)  # waking it, and what it still processes
         self.lag = LagProbe(time.time)  # the reactor's own lag, kept out of response times
         self.server_latency = ServerLatency(self.lag)
@@ -128,6 +127,15 @@ class FrontierScheduler(BaseScheduler):
                                  self._inc, stats, released=self._released, rearm=self._rearm)
         self._loops: list[Any] = []
         self._dispatched_at_last_log = 0
+
+    @property
+    def spider(self) -> Spider | None:
+        """The crawl's spider (its callbacks are what stored requests name)."""
+        return self.requests.spider
+
+    @spider.setter
+    def spider(self, spider: Spider | None) -> None:
+        self.requests.spider = spider
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -158,7 +166,7 @@ class FrontierScheduler(BaseScheduler):
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, spider: Spider) -> Any:
-        self.spider = self.requests.spider = spider
+        self.spider = spider
         self.engine.check()
         result = self.df.open()
         self.frontier.open()
