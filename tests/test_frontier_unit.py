@@ -194,10 +194,9 @@ def test_sqlite_store_persists_host_state(tmp_path: Path) -> None:
     assert again.host("a").crawl_delay == 9.0
 
 
-def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
-    from scrapy import Request, Spider
-
-    from crawler_ext.frontier.codec import decode_request, encode_request, entry_url
+def _web_like_spider():  # noqa: ANN202
+    """A spider with the default callback ``parse`` and another, ``other``."""
+    from scrapy import Spider
 
     class WebLike(Spider):
         name = "t"
@@ -208,7 +207,15 @@ def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
         def other(self, response):  # noqa: ANN001, ANN201
             return None
 
-    spider = WebLike()
+    return WebLike()
+
+
+def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
+    from scrapy import Request
+
+    from crawler_ext.frontier.codec import decode_request, encode_request, entry_url
+
+    spider = _web_like_spider()
     link = Request("http://e.com/p/3.html", headers={"Referer": "http://e.com/p/2.html"},
                    meta={"depth": 2})
     blob = encode_request(link, spider)
@@ -247,20 +254,11 @@ def test_is_plain_equals_its_first_definition_on_varied_requests() -> None:
     the first, set-building definition said, for every kind of request."""
     import itertools
 
-    from scrapy import Request, Spider
+    from scrapy import Request
 
     from crawler_ext.frontier.codec import CHAIN, _stored_meta, is_plain
 
-    class WebLike(Spider):
-        name = "t"
-
-        def parse(self, response):  # noqa: ANN001, ANN201
-            return None
-
-        def other(self, response):  # noqa: ANN001, ANN201
-            return None
-
-    spider = WebLike()
+    spider = _web_like_spider()
 
     def reference(request: Request) -> bool:
         if request.method != "GET" or request.body or request.cookies:
