@@ -79,11 +79,14 @@ class SimHashIndex:
         # table t is sorted by block t (rotated to the top 16 bits); ids travel along
         self._keys = [np.empty(0, dtype=np.uint64) for _ in range(self.blocks)]
         self._ids = [np.empty(0, dtype=np.uint32) for _ in range(self.blocks)]
-        self._pending: list[tuple[int, int]] = []
+        # the newest fingerprints, not merged into the tables yet: arrays filled in order
+        self._pending_fps = np.empty(buffer, dtype=np.uint64)
+        self._pending_ids = np.empty(buffer, dtype=np.uint32)
+        self._n_pending = 0
         self._buffer = buffer
 
     def __len__(self) -> int:
-        return len(self._keys[0]) + len(self._pending)
+        return len(self._keys[0]) + self._n_pending
 
     def _rotate(self, fp: np.ndarray | np.uint64, t: int) -> np.ndarray:
         """Bring block t to the top 16 bits, so sorting by the key sorts by that block."""
@@ -99,8 +102,10 @@ class SimHashIndex:
         return (key >> s) | (key << (np.uint64(64) - s))
 
     def add(self, fp: int, doc_id: int) -> None:
-        self._pending.append((fp, doc_id))
-        if len(self._pending) >= self._buffer:
+        self._pending_fps[self._n_pending] = fp
+        self._pending_ids[self._n_pending] = doc_id
+        self._n_pending += 1
+        if self._n_pending >= self._buffer:
             self.merge()
 
     def bulk_load(self, fps: np.ndarray, ids: np.ndarray) -> None:
@@ -115,11 +120,11 @@ class SimHashIndex:
             self._keys[t], self._ids[t] = keys[order], tids[order]
 
     def merge(self) -> None:
-        if not self._pending:
+        if not self._n_pending:
             return
-        fps = np.array([p[0] for p in self._pending], dtype=np.uint64)
-        ids = np.array([p[1] for p in self._pending], dtype=np.uint32)
-        self._pending.clear()
+        fps = self._pending_fps[:self._n_pending].copy()
+        ids = self._pending_ids[:self._n_pending].copy()
+        self._n_pending = 0
         for t in range(self.blocks):
             keys = self._rotate(fps, t)
             order = np.argsort(keys, kind="stable")
@@ -131,12 +136,13 @@ class SimHashIndex:
     def nearest(self, fp: int) -> tuple[int, int] | None:
         """(doc id, distance) of a stored fingerprint within k bits of ``fp``, closest first."""
         best: tuple[int, int] | None = None
-        for pfp, pid in self._pending:
-            d = (pfp ^ fp).bit_count()
-            if d <= self.k and (best is None or d < best[1]):
-                best = (pid, d)
+        q = np.uint64(fp)
+        if self._n_pending:  # the newest, scanned whole (at most ``buffer``), first closest
+            dist = _popcount64(self._pending_fps[:self._n_pending] ^ q)
+            i = int(np.argmin(dist))
+            if dist[i] <= self.k:
+                best = (int(self._pending_ids[i]), int(dist[i]))
         if len(self._keys[0]):
-            q = np.uint64(fp)
             for t in range(self.blocks):
                 key = self._rotate(q, t)
                 lo_key = key & np.uint64(0xFFFF000000000000)
