@@ -92,10 +92,16 @@ def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path, backend
     deadline = time.time() + 60
     while time.time() < deadline and len(web.log()) < 60:
         time.sleep(0.05)
+    import psutil
+
+    helpers = psutil.Process(proc.pid).children(recursive=True)  # dedup worker, WARC writer
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     before = web.log()
     assert 60 <= len(before) < 200, "the kill must land mid-crawl"
+    assert len(helpers) >= 2
+    gone, alive = psutil.wait_procs(helpers, timeout=10)
+    assert not alive, f"helper processes outlived the killed crawl: {alive}"
 
     if "default" in backend:
         del settings["CRAWLER_EXT_FRONTIER_BACKEND"]
