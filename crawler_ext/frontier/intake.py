@@ -36,7 +36,6 @@ from crawler_ext.seen import MAYBE, SeenSet
 __all__ = ["USER_DONT_FILTER", "Intake", "checks_seen"]
 
 _LOW_BITS = (1 << REST_BITS) - 1
-_BAND_STATS = [f"frontier/enqueued/band_{band}" for band in range(16)]
 
 #: meta flag of a request the user made with ``dont_filter=True`` (not a retry's copy)
 USER_DONT_FILTER = "crawler_ext_dont_filter"
@@ -81,6 +80,18 @@ class Intake:
         # canonicalisation and trap analysis; the answer is the seen set's all the same
         self.known: OrderedDict[str, int] = OrderedDict()
         self.known_memory = 100_000
+        self._enqueued: dict[tuple[int, str], int] = {}  # (band, memory|disk) -> entries
+
+    def count_into(self, inc: Callable[..., None]) -> None:
+        """Hand the enqueue counts over as stats (``frontier/enqueued`` and by band, Scrapy's
+        ``scheduler/enqueued`` and by memory or disk): one count per entry on the hot path,
+        four stats at the flush."""
+        enqueued, self._enqueued = self._enqueued, {}
+        for (band, where), n in enqueued.items():
+            inc("frontier/enqueued", n)
+            inc(f"frontier/enqueued/band_{band}", n)
+            inc("scheduler/enqueued", n)  # Scrapy's own scheduler stats, for tools that read them
+            inc(f"scheduler/enqueued/{where}", n)
 
     def forget_known(self) -> None:
         """A parameter was learned irrelevant: spellings get other canonical forms."""
@@ -110,7 +121,8 @@ class Intake:
             request.meta[USER_DONT_FILTER] = True  # the user's own: honoured for its redirects
         if self._refuse_known(request):
             return False
-        referer = request.headers.get("Referer")
+        headers = request.headers  # (most links carry none: no lookup then)
+        referer = headers.get(b"Referer") if headers else None
         referer_url = referer.decode("latin-1") if referer else None
         canonical = self.admission.check(request.url, referer_url)
         if canonical is None:
@@ -231,13 +243,8 @@ class Intake:
 
     def _queue(self, entry: Entry, check_seen: bool) -> None:
         self.frontier.add([entry], check_seen=check_seen)
-        inc = self._inc
-        inc("frontier/enqueued")
-        inc(_BAND_STATS[entry.band] if entry.band < len(_BAND_STATS)
-            else f"frontier/enqueued/band_{entry.band}")
-        # Scrapy's own scheduler stats, for the tools that read them
-        inc("scheduler/enqueued")
-        inc(f"scheduler/enqueued/{self.requests.where(entry.data)}")
+        key = (entry.band, self.requests.where(entry.data))
+        self._enqueued[key] = self._enqueued.get(key, 0) + 1
 
     def resolved(self, waited: list[Waiting]) -> None:
         """A host's address is known: admit the URLs that waited for it."""

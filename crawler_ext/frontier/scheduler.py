@@ -233,7 +233,7 @@ class FrontierScheduler(BaseScheduler):
             except (OSError, sqlite3.Error) as exc:
                 self._storage_error(exc)
             self.df.mark = self.frontier.admitted_mark()
-        self._counts.flush(self.stats)
+        self._flush_counts()
         if self.stats is not None:
             self.stats.set_value("frontier/pending", self.frontier.pending())
             parked = self.frontier.parked_pending(time.time())
@@ -422,7 +422,7 @@ class FrontierScheduler(BaseScheduler):
             self.frontier.complete(done)
 
     def _flush(self) -> None:
-        self._counts.flush(self.stats)
+        self._flush_counts()
         if self._frozen:
             return
         self.blocklist.refresh()
@@ -467,7 +467,7 @@ class FrontierScheduler(BaseScheduler):
                 "in_flight": len(self.inflight)}
 
     def _log_progress(self) -> None:
-        self._counts.flush(self.stats)
+        self._flush_counts()
         dispatched = self.stats.get_value("frontier/dispatched", 0) if self.stats else 0
         rate = (dispatched - self._dispatched_at_last_log) * 60.0 / self.log_interval
         self._dispatched_at_last_log = dispatched
@@ -478,6 +478,11 @@ class FrontierScheduler(BaseScheduler):
             "dispatched (%.0f/min)", now["queued"], "/".join(map(str, bands))
             if bands is not None else "shared", now["delayed"], now["active_hosts"],
             now["in_flight"], dispatched, rate)
+
+    def _flush_counts(self) -> None:
+        """The counts kept since the last flush, into the crawl's stats."""
+        self.intake.count_into(self._counts.inc)
+        self._counts.flush(self.stats)
 
     def _inc(self, key: str, count: int = 1) -> None:
         self._counts.inc(key, count)  # added to the stats at the next flush
