@@ -85,3 +85,57 @@ def test_no_workers_or_no_asyncio_loop_fingerprint_in_process() -> None:
         assert not pool.active
         html = b"<html><body><p>" + b" word" * 50 + b"</p></body></html>"
         assert asyncio.run(pool.fingerprint(html)) == page_fingerprint(html, 20)
+
+
+SCRIPT = '''
+import json, sys
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+class Follow(scrapy.Spider):
+    name = "follow"
+    start_urls = [sys.argv[1]]
+
+    def parse(self, response):
+        yield {"url": response.url}
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href)
+
+# no `if __name__ == "__main__":` guard, as Scrapy's "run from a script" examples go: the
+# helper processes must not run this file again
+print("SCRIPT RUN", flush=True)
+process = CrawlerProcess({
+    "ADDONS": {"crawler_ext.Addon": 100}, "LOG_LEVEL": "WARNING",
+    "CRAWLER_EXT_HOSTS": sys.argv[2], "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
+    "CRAWLER_EXT_WARC_DIR": sys.argv[3], "CRAWLER_EXT_STATS_FILE": sys.argv[4],
+    "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.05, "ROBOTSTXT_OBEY": False,
+    "TELNETCONSOLE_ENABLED": False})
+process.crawl(Follow)
+process.start()
+'''
+
+
+@pytest.mark.slow
+def test_a_crawl_run_from_a_script_without_a_main_guard_runs_once(testweb_factory,
+                                                                  tmp_path) -> None:
+    """The helper processes are spawned: they must not run the user's script again."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    web = testweb_factory(hosts=2, pages=4, hazards=False)
+    script = tmp_path / "crawl.py"
+    script.write_text(SCRIPT)
+    stats = tmp_path / "stats.json"
+    proc = subprocess.run([sys.executable, str(script), web.url(0), web.hosts_setting,
+                           str(tmp_path / "warcs"), str(stats)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("SCRIPT RUN") == 1, proc.stdout + proc.stderr[-2000:]
+    values = json.loads(stats.read_text())
+    assert values.get("dedup/unique", 0) > 0 and not values.get("dedup/workers/fallback")
+    assert values.get("warc/records/response", 0) > 0
+    assert "Traceback" not in proc.stderr

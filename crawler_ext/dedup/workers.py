@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from crawler_ext.dedup.index import PageFingerprint, page_fingerprint
+from crawler_ext.spawn import start_helper
 
 __all__ = ["FingerprintPool"]
 
@@ -71,14 +71,9 @@ class FingerprintPool:
             self._fail("the installed reactor is not asyncio's")
             return
         self._loop = asyncio.get_event_loop()
-        context = multiprocessing.get_context("spawn")
         try:
             for i in range(self.workers):
-                conn, child = context.Pipe()
-                process = context.Process(target=_serve, args=(child, self.min_words),
-                                          name=f"crawler_ext-dedup-{i}", daemon=True)
-                process.start()
-                child.close()
+                conn, process = start_helper(_serve, (self.min_words,), f"crawler_ext-dedup-{i}")
                 worker = _Worker(conn, process)
                 self._pool.append(worker)
                 self._loop.add_reader(conn.fileno(), self._receive, worker)

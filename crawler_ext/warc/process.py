@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import errno
 import logging
-import multiprocessing
 import pickle
 from pathlib import Path
 from typing import Any
 
+from crawler_ext.spawn import start_helper
 from crawler_ext.warc.background import BackgroundWriter
 from crawler_ext.warc.writer import WarcFileWriter
 
@@ -93,13 +93,8 @@ class ProcessWriter(BackgroundWriter):
     def open(self) -> None:
         try:
             config = self.writer.config()
-            context = multiprocessing.get_context("spawn")
-            self._conn, child = context.Pipe()
-            self._proc = context.Process(target=_serve, args=(child, config),
-                                         name="crawler_ext-warc", daemon=True)
             self.writer.open()  # recovers files a crash left .open, before anything is written
-            self._proc.start()
-            child.close()
+            self._conn, self._proc = start_helper(_serve, (config,), "crawler_ext-warc")
             self._remote = True
         except (OSError, ValueError, TypeError, AttributeError, pickle.PicklingError) as exc:
             logger.warning("WARC: no writer process (%s); writing in a thread instead", exc)
@@ -131,9 +126,9 @@ class ProcessWriter(BackgroundWriter):
             return
         if self.broken is None:
             self._ask("c", wait=True, raise_now=False)
+        self._conn.close()  # (after a failure the process ends on the closed pipe)
         self._proc.join(10)
         self._proc = None
-        self._conn.close()
         if not self._raised:  # a failure in the last records: the caller must still hear it
             self._raise()
 

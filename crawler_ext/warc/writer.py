@@ -3,8 +3,8 @@ index beside each file, and recovery of files left open by a crash.
 
 Each record is one gzip member (compressed in one call at zlib level 6: warcio's own
 wrapper compresses each header and body chunk separately at level 9, twice the time for
-0.5 % smaller files on the real-site corpus).  Records are built and compressed in memory and appended
-through a buffered file, flushed every second, before each frontier journal commit (the
+0.5 % smaller files on the real-site corpus).  Records are built and compressed in memory
+and appended through a buffered file, flushed every second, before each frontier journal commit (the
 ``frontier_commit`` signal) and at close, so the reactor thread makes few write calls and a
 request the frontier calls done has its records in the file; after a kill -9 the last,
 possibly partial, member is cut off at restart (``recover``), and every complete record
