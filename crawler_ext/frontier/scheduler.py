@@ -115,12 +115,12 @@ class FrontierScheduler(BaseScheduler):
             if robots is not None else None
         self.blocklist = blocklist or Blocklist()
         self.requests = StoredRequests(frontier.durable, self._inc)  # entries' requests
+        self.engine = EngineHandle(crawler)  # waking it, and what it still processes
         self.intake = Intake(frontier, self.df, scorer, self.admission, self.learning,
                              self.keys, self.robots, self.blocklist, self.requests,
-                             self._counts.inc, self._arm_wake, time.time,
+                             self._counts.inc, self.engine.wake_at, time.time,
                              lambda: getattr(self.crawler, "request_fingerprinter", None))
         self._frozen = False  # a disk filled up: the journal commits nothing more
-        self.engine = EngineHandle(crawler)  # waking it, and what it still processes
         self.lag = LagProbe(time.time)  # the reactor's own lag, kept out of response times
         self.server_latency = ServerLatency(self.lag)
         self.inflight = InFlight(frontier, self.robots, self.server_latency, time.time,
@@ -334,7 +334,7 @@ class FrontierScheduler(BaseScheduler):
             self._storage_error(exc)
             return None
         if entry is None:
-            self._arm_wake(self.frontier.next_ready_time(), now)
+            self.engine.wake_at(self.frontier.next_ready_time(), now)
             return None
         if entry.data[:1] == b"R" and self.robots is not None:
             request = self.robots.request(entry.data[1:].decode("ascii"), self._robots_parsed,
@@ -399,10 +399,6 @@ class FrontierScheduler(BaseScheduler):
         raise DontCloseSpider("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS: waiting for new seeds")
 
     # -- waking the engine -----------------------------------------------------------------
-    def _arm_wake(self, when: float | None, now: float) -> None:
-        """Make the engine ask again when the next key is ready (not at its 5 s heartbeat)."""
-        self.engine.wake_at(when, now)
-
     def _rearm(self) -> None:
         self.engine.wake_at(self.frontier.next_ready_time(), time.time())
 
