@@ -85,6 +85,19 @@ def _mapping(value: Any) -> dict[str, str]:
     return result
 
 
+def _weights(value: Any) -> list[float]:
+    """Band weights, or [] for the default (halving from band to band)."""
+    return _float_list(value) if str(value).strip() not in ("", "[]") else []
+
+
+def band_weights(settings: Any) -> list[float]:
+    """CRAWLER_EXT_FRONTIER_BAND_WEIGHTS, or by default each band half the weight of the one
+    above it (the lowest 1): a better band goes first almost always, no band starves."""
+    bands = get(settings, "CRAWLER_EXT_FRONTIER_BANDS")
+    weights = get(settings, "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
+    return weights or [float(2 ** (bands - 1 - band)) for band in range(bands)]
+
+
 def _float_list(value: Any) -> list[float]:
     if isinstance(value, (list, tuple)):
         items = list(value)
@@ -172,10 +185,11 @@ _SPECS = [
     Setting("CRAWLER_EXT_FRONTIER_BACKEND", "memory", _choice("memory", "disk", "sqlite", "redis"),
             "Frontier storage: memory, disk (out-of-core; the default under JOBDIR), sqlite "
             "(durable, every entry also in memory) or redis (distributed)."),
-    Setting("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS", "5,2,1", _float_list,
-            "Relative dequeue weights of the priority bands, highest band first."),
-    Setting("CRAWLER_EXT_FRONTIER_BANDS", 3, _number(int, 1),
-            "Number of priority bands (front queues)."),
+    Setting("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS", None, _weights,
+            "Relative dequeue weights of the priority bands, highest band first; default: "
+            "each band half the weight of the band above it."),
+    Setting("CRAWLER_EXT_FRONTIER_BANDS", 16, _number(int, 1),
+            "Number of priority bands (front queues; at most 16 with the Redis frontier)."),
     Setting("CRAWLER_EXT_FRONTIER_DISK_ENGINE", "rocksdb", _choice("rocksdb", "sqlite"),
             "Key-value engine of the disk frontier: rocksdb (chosen by benchmark) or sqlite."),
     Setting("CRAWLER_EXT_FRONTIER_DISK_PATH", None, _optional_str,
@@ -354,7 +368,7 @@ def validate_all(settings: Any) -> None:
         if str(name).startswith("CRAWLER_EXT_") and name not in SETTINGS:
             raise ConfigError(f"{name}: unknown setting (see the settings in the docs)")
     bands = get(settings, "CRAWLER_EXT_FRONTIER_BANDS")
-    weights = get(settings, "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
+    weights = band_weights(settings)
     if len(weights) != bands:
         raise ConfigError(f"CRAWLER_EXT_FRONTIER_BAND_WEIGHTS: {len(weights)} weights for "
                           f"CRAWLER_EXT_FRONTIER_BANDS={bands} bands")

@@ -38,7 +38,9 @@ storage_failed = object()
 #: at ``due`` (``history``: the page's change history as plain data, carried in the entry)
 #: (the recrawl middleware); ``lease_key``, a callable (request) -> the politeness key an
 #: in-flight request holds, and ``robots_allows``, a callable (url) -> bool (the rendering
-#: pool judges and paces a page's sub-requests with them).
+#: pool judges and paces a page's sub-requests with them); ``page_done``, a callable
+#: (response) called once the spider's output for it is all in (the page importance flows to
+#: its links then; the known-links spider middleware calls it).
 frontier_opened = object()
 
 #: A request left the downloader and its politeness key was released.  Arguments: ``key``,

@@ -26,7 +26,7 @@ STATS: list[Stat] = [
     Stat(("frontier/recovered",),
          "queued or in-flight requests resumed from a durable store"),
     Stat(("frontier/promoted",),
-         "waiting URLs moved to a better band by new inlinks"),
+         "waiting URLs moved to a better band: their page importance (OPIC) grew"),
     Stat(("frontier/active_hosts_max",),
          "most politeness keys active at once"),
     Stat(("frontier/delay_max",),

@@ -29,7 +29,10 @@ def test_values_from_the_command_line_are_parsed() -> None:
 
 def test_settings_that_must_agree_are_checked_together() -> None:
     with pytest.raises(config.ConfigError, match="3 weights"):
-        config.validate_all({"CRAWLER_EXT_FRONTIER_BANDS": 2})
+        config.validate_all({"CRAWLER_EXT_FRONTIER_BANDS": 2,
+                             "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS": "5,2,1"})
+    # unset, the weights follow the bands: each band half the weight of the one above
+    assert config.band_weights({"CRAWLER_EXT_FRONTIER_BANDS": 3}) == [4.0, 2.0, 1.0]
     with pytest.raises(config.ConfigError, match="below"):
         config.validate_all({"CRAWLER_EXT_POLITENESS_MIN_DELAY": 5,
                              "CRAWLER_EXT_POLITENESS_MAX_DELAY": 1})

@@ -234,7 +234,7 @@ def test_a_promotion_moves_the_shared_queued_entry_for_every_worker(redis) -> No
     a.add([_entry("h1", i, band=2) for i in range(1, 6)])
     _exchange(a)
     fp = fingerprint("http://h1/p/4")
-    assert a.relink(fp, "h1") == 2 and a.relink(fingerprint("http://h9/p/1"), "h9") is None
+    assert not a.promote(fingerprint("http://h9/p/1"), 0)  # (not admitted here)
     assert a.promote(fp, 0) and not a.promote(fp, 1)  # (not a better band than now)
     a.next(time.time())  # a holds h1 (its first entry) ...
     _exchange(a)

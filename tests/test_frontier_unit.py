@@ -116,7 +116,6 @@ def test_promotion_moves_a_waiting_url_up() -> None:
     low = entry("x", band=2)
     f.add([blocker, low])
     assert f.next(0.0).key == "busy"
-    assert f.relink(low.fp) == 2
     assert f.promote(low.fp, 0)
     assert f.store.front_sizes() == [1, 0, 0]
     f.done(blocker, Outcome(200, 0.0), 0.0)

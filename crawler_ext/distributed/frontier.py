@@ -198,7 +198,7 @@ class RedisFrontier:
         self._held: dict[int, str] = {}  # entry id -> key, leased by us and not completed
         self._release: list[tuple[str, float | None, str, str, float]] = []
         self._done: list[tuple[int, str]] = []
-        # URLs this worker admitted -> [key, band, inlinks seen here] (promotion), bounded
+        # URLs this worker admitted -> [key, band] (promotion), bounded
         self._admitted: OrderedDict[int, list] = OrderedDict()
         self.track_admitted = 100_000
         self._promotions: list[tuple[str, int, int]] = []  # key, fingerprint, better band
@@ -220,7 +220,7 @@ class RedisFrontier:
         for entry in entries:
             self._outbox.append((entry, check_seen, None))
             if entry.fp:
-                admitted[entry.fp] = [entry.key, entry.band, 1]
+                admitted[entry.fp] = [entry.key, entry.band]
         while len(admitted) > self.track_admitted:
             admitted.popitem(last=False)
 
@@ -234,16 +234,6 @@ class RedisFrontier:
         """Delayed entries not yet sent (the shared ones are not counted here)."""
         return sum(1 for _, _, due in self._outbox if due is not None)
 
-    def relink(self, fp: int, key: str = "") -> int | None:
-        """Inlinks of a URL this worker admitted, as this worker discovers them (counting
-        every worker's would cost Redis a command per link); None for other URLs."""
-        record = self._admitted.get(fp)
-        if record is None:
-            return None
-        record[2] += 1
-        self._admitted.move_to_end(fp)
-        return record[2]
-
     def promote(self, fp: int, band: int) -> bool:
         """Move the queued entry to a better band, in Redis, for every worker: sent with the
         next exchange (a URL already taken is not found there; nothing happens)."""
@@ -251,6 +241,7 @@ class RedisFrontier:
         if record is None or band >= record[1]:
             return False
         record[1] = band
+        self._admitted.move_to_end(fp)
         self._promotions.append((record[0], fp, band))
         return True
 

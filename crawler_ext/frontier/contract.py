@@ -73,10 +73,8 @@ class FrontierBackend(Protocol):
     def add(self, entries: list[Entry], check_seen: bool = True) -> None: ...
     def add_delayed(self, entries: list[Entry], due: float) -> None:
         """Queue entries that become ready at unix time ``due`` (a recrawl's revisit)."""
-    def relink(self, fp: int, key: str) -> int | None:
-        """One more inlink of a URL still queued (its politeness key ``key``): its count, or
-        None (not known here)."""
-    def promote(self, fp: int, band: int) -> bool: ...
+    def promote(self, fp: int, band: int) -> bool:
+        """Move a URL still queued to a better band; False if not known here or not better."""
 
     # -- leases -----------------------------------------------------------------------------
     def next(self, now: float, gate: Gate | None = None) -> Entry | None:

@@ -70,10 +70,9 @@ class Frontier:
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
         self._in_heap: set[str] = set()
-        # the latest entries still in front queues, for promotion by inlinks (bounded: an entry
-        # that waits long without being linked again is not tracked any more)
+        # the latest entries still in front queues, for promotion (bounded: an entry that
+        # waits long without being linked again is not tracked any more)
         self._front_by_fp: OrderedDict[int, Entry] = OrderedDict()
-        self._inlinks: dict[int, int] = {}
         self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
 
@@ -119,23 +118,15 @@ class Frontier:
         self._track(entries)
 
     def _track(self, entries: list[Entry]) -> None:
-        tracked, inlinks = self._front_by_fp, self._inlinks
+        tracked = self._front_by_fp
         for entry in entries:
             if entry.fp:
                 tracked[entry.fp] = entry
-                inlinks[entry.fp] = 1
         while len(tracked) > self.max_tracked:
-            inlinks.pop(tracked.popitem(last=False)[0], None)
-
-    def relink(self, fp: int, key: str = "") -> int | None:
-        """Count one more inlink of a URL still waiting in a front queue; its count, or None."""
-        if fp not in self._front_by_fp:
-            return None
-        self._inlinks[fp] += 1
-        return self._inlinks[fp]
+            tracked.popitem(last=False)
 
     def promote(self, fp: int, band: int) -> bool:
-        """Move a still-queued URL to a better band (more inlinks were discovered)."""
+        """Move a still-queued URL to a better band (its importance grew)."""
         entry = self._front_by_fp.get(fp)
         if entry is None or band >= entry.band:
             return False
@@ -169,7 +160,6 @@ class Frontier:
             moved += 1
             if entry.fp:
                 self._front_by_fp.pop(entry.fp, None)
-                self._inlinks.pop(entry.fp, None)
             self.store.back_push(entry)
             self._active.add(entry.key)
             self._schedule(entry.key, now)

@@ -34,7 +34,7 @@ logger = logging.getLogger("crawler_ext.frontier.scheduler")
 
 def make_frontier(crawler: Crawler) -> FrontierBackend:
     get = lambda name: config.get(crawler.settings, name)  # noqa: E731
-    weights = get("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
+    weights = config.band_weights(crawler.settings)
     policy = PolitenessPolicy(
         min_delay=get("CRAWLER_EXT_POLITENESS_MIN_DELAY"),
         max_delay=get("CRAWLER_EXT_POLITENESS_MAX_DELAY"),

@@ -6,8 +6,9 @@ link whose exact spelling was recently admitted or found seen (refused at once: 
 set's answer all the same, without canonicalisation and trap analysis); admission
 (canonical form, trap filters); the seen set (in exact mode a "maybe" waits for the batched
 confirmation at the next flush); then the politeness key (by address: once resolved), the
-pattern chain, the score and band, and the stored form.  A link to a URL already admitted
-credits it an inlink and may promote it.  ``dont_filter`` skips the seen set, except for a
+pattern chain, the score and band, and the stored form.  Every link is told to the page
+importance (OPIC): when its page completes, the page's cash is split over its links, and a
+queued URL whose cash grew may move to a better band.  ``dont_filter`` skips the seen set, except for a
 redirect's target, unless the user set it on the request themselves.
 """
 
@@ -24,6 +25,7 @@ from crawler_ext.admission import Admission, RuleLearning
 from crawler_ext.admission.urls import REST_BITS, fingerprint, host_of
 from crawler_ext.frontier.codec import CHAIN
 from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.importance import MEAN_IMPORTANCE, Opic
 from crawler_ext.frontier.keys import PolitenessKeys, canonical_key, politeness_key
 from crawler_ext.frontier.requests import StoredRequests
 from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
@@ -60,7 +62,8 @@ class Intake:
                  robots: RobotsGate | None, blocklist: Blocklist, requests: StoredRequests,
                  inc: Callable[..., None], wake: Callable[[float | None, float], None],
                  clock: Callable[[], float],
-                 request_fingerprinter: Callable[[], Any] = lambda: None) -> None:
+                 request_fingerprinter: Callable[[], Any] = lambda: None,
+                 importance: Opic | None = None) -> None:
         self.frontier = frontier
         self.seen = seen
         self.scorer = scorer
@@ -81,6 +84,8 @@ class Intake:
         self.known: OrderedDict[str, int] = OrderedDict()
         self.known_memory = 100_000
         self._enqueued: dict[tuple[int, str], int] = {}  # (band, memory|disk) -> entries
+        self.importance = importance if importance is not None else Opic()
+        self._page: tuple[str | None, int] = (None, 0)  # the last Referer -> its fingerprint
 
     def count_into(self, inc: Callable[..., None]) -> None:
         """Hand the enqueue counts over as stats (``frontier/enqueued`` and by band, Scrapy's
@@ -139,7 +144,7 @@ class Intake:
             if seen:
                 if plain:
                     self._remember_known(raw, fp)
-                self._rediscovered(request, canonical, fp)
+                self._rediscovered(request, canonical, fp, referer_url)
                 return False
             if plain:
                 self._remember_known(raw, fp)
@@ -150,7 +155,7 @@ class Intake:
         """A delayed entry for ``url`` at unix time ``due``, past the seen set (recrawl)."""
         key = self.keys.known(canonical_key(url))  # (a fetched page's host is resolved)
         request = Request(url, dont_filter=True, meta={REFRESH_META: history or True})
-        band = self.scorer.band(self.scorer.score(key, 0, 1), 0)
+        band = self.scorer.band(self.scorer.score(key, 0, MEAN_IMPORTANCE), 0)
         entry = Entry(key, band, self.requests.encode(request), fingerprint(url))
         self.frontier.add_delayed([entry], due)
         self._wake(due, self.clock())
@@ -181,7 +186,10 @@ class Intake:
             return False
         self._inc("dupefilter/filtered")
         self._inc("frontier/known_links")
-        self._rediscovered(request, request.url, known)
+        headers = request.headers
+        referer = headers.get(b"Referer") if headers else None
+        self._rediscovered(request, request.url, known,
+                           referer.decode("latin-1") if referer else None)
         return True
 
     def _enqueue_other(self, request: Request, scheme: str) -> bool:
@@ -202,7 +210,8 @@ class Intake:
                 key = f"{scheme}:{(urlsplit(request.url).netloc or '').lower()}"
             except ValueError:
                 key = f"{scheme}:"
-        band = self.scorer.band(self.scorer.score(key, int(request.meta.get("depth", 0)), 1),
+        band = self.scorer.band(self.scorer.score(key, int(request.meta.get("depth", 0)),
+                                                  MEAN_IMPORTANCE),
                                 request.priority)
         entry = Entry(key, band, self.requests.encode(request), fp, priority=request.priority)
         self._queue(entry, check_seen=not request.dont_filter)
@@ -232,7 +241,15 @@ class Intake:
         if chain:  # stored with the URL: whoever fetches it continues the chain
             request.meta[CHAIN] = chain
         depth = int(request.meta.get("depth", 0))
-        band = self.scorer.band(self.scorer.score(host, depth, 1), request.priority)
+        opic = self.importance
+        if not depth and not referer:  # a start URL
+            opic.seed(fp)
+        else:
+            opic.queued(fp)
+            if referer:  # (none: the Referer policy or the spider left it out)
+                opic.link(self._page_fp(referer), fp, host, depth, request.priority)
+        band = self.scorer.band(self.scorer.score(host, depth, opic.importance(fp)),
+                                request.priority)
         if self.learning.demoted(canonical):
             band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
             self._inc("frontier/demoted")
@@ -252,15 +269,30 @@ class Intake:
             self._admit(*item)
         self._wake_now()
 
-    def _rediscovered(self, request: Request, canonical: str, fp: int) -> None:
-        """A link to a URL already admitted: one more inlink, maybe a better band."""
-        host = canonical_key(canonical)
-        inlinks = self.frontier.relink(fp, self.keys.known(host))
-        if inlinks is not None:
-            depth = int(request.meta.get("depth", 0))
-            score = self.scorer.score(host, depth, inlinks)
-            self.frontier.promote(fp, self.scorer.band(score, request.priority))
+    def _rediscovered(self, request: Request, canonical: str, fp: int,
+                      referer: str | None) -> None:
+        """A link to a URL already admitted: told to the page importance (credited when
+        its page completes)."""
+        if referer:
+            self.importance.link(self._page_fp(referer), fp, canonical_key(canonical),
+                                 int(request.meta.get("depth", 0)), request.priority)
         self.seen.log(request, self.requests.spider)
+
+    def _page_fp(self, referer: str) -> int:
+        """The fingerprint of the page a link was found on (its Referer: the page's URL, in
+        canonical form unless it was redirected), remembered for the page's next link."""
+        last, fp = self._page
+        if referer != last:
+            fp = fingerprint(referer)
+            self._page = (referer, fp)
+        return fp
+
+    def fetched(self, fp: int) -> None:
+        """A page was fetched and its links admitted: its importance flows to its links;
+        those still queued move to a better band if they earned one."""
+        for target, host, depth, priority in self.importance.fetched(fp):
+            score = self.scorer.score(host, depth, self.importance.importance(target))
+            self.frontier.promote(target, self.scorer.band(score, priority))
 
     def confirm(self) -> None:
         """Exact mode: the seen set's batched answer for the URLs that wait for it."""
@@ -270,7 +302,7 @@ class Intake:
         seen = self.seen.confirm([fp for _, _, fp, _ in batch])
         for (request, canonical, fp, referer), was_seen in zip(batch, seen):
             if was_seen:
-                self._rediscovered(request, canonical, fp)
+                self._rediscovered(request, canonical, fp, referer)
             else:
                 self._admit(request, canonical, fp, referer)
         self._wake_now()

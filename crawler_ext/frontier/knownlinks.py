@@ -5,14 +5,16 @@ refuses such a link at once (its exact spelling was recently admitted or found s
 only after the engine's round for it (the ``request_scheduled`` signal and its receivers,
 such as Scrapy's offsite check, then ``enqueue_request``, then ``request_dropped``).  This
 middleware, last before the engine (order 50, after depth, referer and offsite have done their
-part), asks the frontier directly and drops the known ones; they are counted and credited as
-inlinks exactly as ``enqueue_request`` would (``frontier/known_links``,
-``dupefilter/filtered``).  Without the frontier scheduler it passes everything on.
+part), asks the frontier directly and drops the known ones; they are counted and credited to
+the page importance exactly as ``enqueue_request`` would (``frontier/known_links``,
+``dupefilter/filtered``).  When a response's output is exhausted it tells the frontier
+(``page_done``), so the page's importance flows to its links at once.  Without the frontier
+scheduler it passes everything on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from scrapy import Request
@@ -27,11 +29,26 @@ class KnownLinksMiddleware(BaseSpiderMiddleware):
     def __init__(self, crawler: Any) -> None:
         super().__init__(crawler)
         self.refuse: Callable[[Request], bool] | None = None
+        self.page_done: Callable[[Any], None] | None = None
         crawler.signals.connect(self.frontier_opened, signal=frontier_opened)
 
     def frontier_opened(self, refuse_known: Callable[[Request], bool] | None = None,
-                        **_: Any) -> None:
+                        page_done: Callable[[Any], None] | None = None, **_: Any) -> None:
         self.refuse = refuse_known
+        self.page_done = page_done
+
+    def process_spider_output(self, response: Any, result: Iterable[Any],
+                              spider: Any = None) -> Iterable[Any]:
+        yield from super().process_spider_output(response, result)
+        if self.page_done is not None and response is not None:
+            self.page_done(response)  # (the engine has taken every output by now)
+
+    async def process_spider_output_async(self, response: Any, result: AsyncIterator[Any],
+                                          spider: Any = None) -> AsyncIterator[Any]:
+        async for o in super().process_spider_output_async(response, result):
+            yield o
+        if self.page_done is not None and response is not None:
+            self.page_done(response)
 
     def get_processed_request(self, request: Request, response: Any) -> Request | None:
         refuse = self.refuse

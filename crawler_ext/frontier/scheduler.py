@@ -203,7 +203,8 @@ class FrontierScheduler(BaseScheduler):
             sig.send_catch_log(frontier_opened, progress=self.progress,
                                refuse_known=self.refuse_known,
                                schedule_refresh=self.schedule_refresh,
-                               lease_key=self.lease_key, robots_allows=self.robots_allows)
+                               lease_key=self.lease_key, robots_allows=self.robots_allows,
+                               page_done=self.page_done)
         self._start_loop(self._flush, self.flush_interval)
         self.lag.start(call_later)
         if self._rules_log is not None:
@@ -311,6 +312,18 @@ class FrontierScheduler(BaseScheduler):
     def refuse_known(self, request: Request) -> bool:
         return self.intake.refuse_known(request)
 
+    def page_done(self, response: Response) -> None:
+        """The spider's output for ``response`` is all taken: the page's importance flows to
+        its links in the next turn of the loop (Scrapy's scraper buffers the output and
+        schedules its requests after taking it all), not at the next flush (which does it
+        for a page never told here)."""
+        call_later(0, self._page_done, response.request)
+
+    def _page_done(self, request: Request) -> None:
+        info = self.inflight.get(request)
+        if info is not None and info.entry.fp:
+            self.intake.fetched(info.entry.fp)
+
     def lease_key(self, request: Request) -> str | None:
         """The politeness key an in-flight request holds (the rendering pool paces the
         page's own sub-requests at its delay)."""
@@ -414,6 +427,8 @@ class FrontierScheduler(BaseScheduler):
         for entry in self.inflight.reap(self.engine.in_progress(), final):
             done.append(entry.id)
             self.requests.forget(entry.data)
+            if entry.fp:
+                self.intake.fetched(entry.fp)
         if done:
             self.frontier.complete(done)
 

@@ -1,16 +1,17 @@
 """A URL's score and priority band.
 
-score = 0.5 x domain_rank + 0.3 x log1p(inlinks) / 20 + 0.2 / (1 + depth)
+score = 0.2 x domain_rank + 0.7 x importance + 0.1 / (1 + depth)
 
 domain_rank comes from an optional CSV host-rank file (host,rank in 0..1; unknown hosts get
-the median 0.5); inlinks are counted as links are discovered.  Band 0 is the highest; a
-request's ``priority`` moves it up (positive) or down (negative) by that many bands.
+the median 0.5); importance (0..1) is the URL's online page importance (OPIC cash, see
+:mod:`crawler_ext.frontier.importance`), which grows with every page that links to it and
+with those pages' own importance.  Band 0 is the highest; a request's ``priority`` moves it up
+(positive) or down (negative) by that many bands.
 """
 
 from __future__ import annotations
 
 import csv
-import math
 from collections.abc import Mapping
 
 from crawler_ext.config import ConfigError
@@ -45,9 +46,9 @@ class Scorer:
         self.bands = bands
         self.host_ranks = dict(host_ranks or {})
 
-    def score(self, host: str, depth: int, inlinks: int) -> float:
+    def score(self, host: str, depth: int, importance: float = 0.0) -> float:
         rank = self.host_ranks.get(host, UNKNOWN_DOMAIN_RANK)
-        return 0.5 * rank + 0.3 * math.log1p(inlinks) / 20 + 0.2 / (1 + depth)
+        return 0.2 * rank + 0.7 * importance + 0.1 / (1 + depth)
 
     def band(self, score: float, priority: int = 0) -> int:
         band = int((1.0 - score) * self.bands)
