@@ -268,12 +268,12 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -
         sched.enqueue_request(Request(f"http://h{host}.example.com/section/{i // hosts}/"
                                       f"page-{i}.html"))
         if store is not None and i % 10_000 == 9_999:
-            sched._flush()  # what the scheduler's flush loop does every 0.2 s
+            sched.durability.flush()  # what the scheduler's flush loop does every 0.2 s
         if i % 2_000_000 == 1_999_999:
             print(f"  [{kind}] {i + 1:,} queued in {time.perf_counter() - t0:.0f} s, "
                   f"RSS +{(_rss() - rss0) / (i + 1):.0f} B/URL", file=sys.stderr, flush=True)
     if store is not None:
-        sched._flush()
+        sched.durability.flush()
     t1 = time.perf_counter()
     gc.collect()
     rss = _rss() - rss0
@@ -286,9 +286,9 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -
         if left is not None:
             left(request)  # the download returns at once: the host is free again
         if store is not None and got % 10_000 == 0:
-            sched._flush()  # completes what was processed (reap), commits, flushes the seen set
+            sched.durability.flush()  # completes what was processed (reap), commits, flushes the seen set
     if store is not None:
-        sched._flush()
+        sched.durability.flush()
     t3 = time.perf_counter()
     gc.collect()
     rss_after = _rss() - rss0

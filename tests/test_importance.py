@@ -96,7 +96,7 @@ def test_a_url_linked_by_more_important_pages_goes_out_first() -> None:
     assert sched.enqueue_request(_link("http://b.test/z", "http://b.test/"))
     for request in pages:
         sched.inflight.left(request)  # downloaded; no engine: the responses are processed
-    sched._reap()
+    sched.durability.reap()
     out = []
     for _ in range(10):  # one request of a key at a time: each done before the next
         request = sched.next_request()

@@ -72,7 +72,7 @@ def test_a_flush_completes_then_signals_then_commits_the_journal_then_the_seen_s
     assert sched.enqueue_request(Request("http://e.com/a"))
     fetch_one(sched)
     calls.clear()
-    sched._flush()
+    sched.durability.flush()
     assert calls == ["complete", "frontier_commit", "journal commit", "seen flush"]
 
 
@@ -81,7 +81,7 @@ def test_the_seen_set_is_snapshotted_right_after_a_journal_commit(tmp_path: Path
     for i in range(3):
         sched.enqueue_request(Request(f"http://e.com/{i}"))
     calls.clear()
-    sched._snapshot()
+    sched.durability.snapshot()
     assert calls == ["journal commit", "snapshot at 3"]  # the position it covers: 3 admitted
 
 
@@ -91,11 +91,11 @@ def test_nothing_is_completed_while_links_wait_for_dns(tmp_path: Path) -> None:
     fetch_one(sched)
     sched.keys._waiting["slow.test"] = ["a link waiting for its address"]
     calls.clear()
-    sched._reap()
+    sched.durability.reap()
     assert "complete" not in calls  # its parent's links are not journalled yet
     assert sched.has_pending_requests()  # and the waiting link keeps the crawl open
     sched.keys._waiting.clear()
-    sched._reap()
+    sched.durability.reap()
     assert calls == ["complete"]
 
 

@@ -67,6 +67,12 @@ class InFlight:
     def get(self, request: Request | None) -> Dispatched | None:
         return self._requests.get(request) if request is not None else None  # type: ignore[arg-type]
 
+    def key_of(self, request: Request) -> str | None:
+        """The politeness key an in-flight request holds (the rendering pool paces the
+        page's own sub-requests at its delay)."""
+        info = self._requests.get(request)
+        return info.entry.key if info is not None else None
+
     def add(self, request: Request, entry: Entry, now: float) -> None:
         self._requests[request] = Dispatched(entry, now)
 

@@ -1,0 +1,96 @@
+"""The way out of the frontier: the entry whose politeness key may be contacted now, checked
+against the blocklist and robots.txt when its turn comes, becomes the request the engine gets.
+
+The gate answers for each entry about to leave: go; a prerequisite first (the origin's
+robots.txt, fetched on the same key); hold the key until a time; or drop it (blocked, or
+disallowed).  Robots.txt fetches and their redirects are built here, not stored; a stored
+request is decoded, and its trap-pattern chain restored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scrapy import Request
+
+from crawler_ext.admission import Admission
+from crawler_ext.frontier.codec import CHAIN
+from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.core import DROP
+from crawler_ext.frontier.inflight import InFlight
+from crawler_ext.frontier.requests import StoredRequests
+from crawler_ext.frontier.robotsgate import RobotsGate
+from crawler_ext.frontier.storage import Entry
+from crawler_ext.hosts.blocklist import Blocklist
+
+__all__ = ["Dispatcher"]
+
+
+class Dispatcher:
+    def __init__(self, frontier: FrontierBackend, robots: RobotsGate | None,
+                 blocklist: Blocklist, requests: StoredRequests, admission: Admission,
+                 inflight: InFlight, inc: Callable[..., None], stats: Any = None) -> None:
+        self.frontier = frontier
+        self.robots = robots
+        self.blocklist = blocklist
+        self.requests = requests
+        self.admission = admission
+        self.inflight = inflight
+        self._inc = inc
+        self.stats = stats
+
+    def next(self, now: float) -> Request | None:
+        """The next request the engine may send now, or None (the frontier may raise a
+        storage error: a disk store reads, and commits)."""
+        entry = self.frontier.next(now, self.gate)
+        if entry is None:
+            return None
+        kind = entry.data[:1]
+        if kind == b"R" and self.robots is not None:
+            request = self.robots.request(entry.data[1:].decode("ascii"), self._robots_parsed,
+                                          self._robots_failed)
+        elif kind == b"H" and self.robots is not None:
+            request = self.robots.take_hop(entry)  # type: ignore[assignment]
+        else:
+            request = self.requests.decode(entry.data)
+            chain = request.meta.get(CHAIN)
+            if chain:
+                self.admission.restore_chain(request.url, chain)
+        self.inflight.add(request, entry, now)
+        self._inc("frontier/dispatched")
+        if kind not in (b"R", b"H"):  # the frontier's own robots.txt fetches aside
+            self._inc("scheduler/dequeued")
+            self._inc(f"scheduler/dequeued/{self.requests.where(entry.data)}")
+        if self.stats is not None:
+            self.stats.max_value("frontier/active_hosts_max", self.frontier.active_keys())
+        return request
+
+    def gate(self, entry: Entry, now: float) -> Entry | float | str:
+        """robots.txt and the blocklist, checked when a URL's turn comes."""
+        if entry.data[:1] == b"H":  # a robots.txt redirect: no robots.txt for robots.txt
+            hop = self.robots.hop(entry) if self.robots is not None else None
+            if hop is None or self.blocklist.blocked(hop.url):  # (a hop lost in a restart)
+                if self.robots is not None:
+                    self.robots.take_hop(entry)
+                return DROP
+            return entry
+        url = self.requests.url(entry.data)
+        if url is None:  # kept in memory by a run that ended: lost with it
+            return DROP
+        if self.blocklist.blocked(url):
+            self._inc("frontier/blocked")
+            return DROP
+        if self.robots is None:
+            return entry
+        return self.robots.check(entry, url, now)
+
+    def _robots_parsed(self, response: Any) -> None:
+        """Callback of robots.txt requests: the answer was kept from response_downloaded."""
+        return None
+
+    def _robots_failed(self, failure: Any) -> None:
+        """Errback of robots.txt requests (the gate logs a failure without a response once)."""
+        info = self.inflight.get(getattr(failure, "request", None))
+        if self.robots is not None:
+            self.robots.failed(failure, info.status if info is not None else None)

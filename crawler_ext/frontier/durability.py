@@ -1,0 +1,123 @@
+"""Completion and commits: when the frontier may forget an entry, and in which order the
+journal and the seen set are written.
+
+A flush, every ``CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL`` seconds: the blocklist file is read
+again, the seen set's batched answers are applied, then the *reap* completes the entries whose
+responses the engine has finished (their links are admitted by then; nothing while links wait
+for a host's address), ``frontier_commit`` is sent (the WARC writer makes its records durable
+first), the journal is committed, and the seen set after it (it never runs ahead of the
+journal).  A snapshot of the seen set follows a journal commit in the same turn, so it covers
+exactly the admissions up to the position it records.  A full disk freezes it all: nothing
+more is called done, so what was not stored is fetched again after a restart.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from scrapy.utils.job import job_dir
+
+from crawler_ext.diskfull import is_disk_full, report_disk_full
+from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.engine import EngineHandle
+from crawler_ext.frontier.inflight import InFlight
+from crawler_ext.frontier.intake import Intake
+from crawler_ext.frontier.keys import PolitenessKeys
+from crawler_ext.frontier.requests import StoredRequests
+from crawler_ext.hosts.blocklist import Blocklist
+from crawler_ext.seen import SeenSet
+from crawler_ext.signals import frontier_commit
+
+__all__ = ["STORAGE_ERRORS", "Durability"]
+
+#: what a journal or seen-set write raises when it fails
+STORAGE_ERRORS = (OSError, sqlite3.Error)
+
+
+class Durability:
+    def __init__(self, frontier: FrontierBackend, seen: SeenSet, inflight: InFlight,
+                 intake: Intake, keys: PolitenessKeys, requests: StoredRequests,
+                 blocklist: Blocklist, engine: EngineHandle, crawler: Any,
+                 flush_counts: Callable[[], None]) -> None:
+        self.frontier = frontier
+        self.seen = seen
+        self.inflight = inflight
+        self.intake = intake
+        self.keys = keys
+        self.requests = requests
+        self.blocklist = blocklist
+        self.engine = engine
+        self.crawler = crawler
+        self.flush_counts = flush_counts
+        self.frozen = False  # a disk filled up: the journal commits nothing more
+
+    def reap(self, final: bool = False) -> None:
+        """Complete requests whose responses the engine has finished processing (their links
+        are admitted by then), so a durable store forgets them only after that."""
+        if self.frozen:
+            return
+        if self.keys.waiting() and not final:
+            return  # links waiting for DNS are not journalled yet: complete nothing now
+        done: list[int] = []
+        for entry in self.inflight.reap(self.engine.in_progress(), final):
+            done.append(entry.id)
+            self.requests.forget(entry.data)
+            if entry.fp:
+                self.intake.fetched(entry.fp)
+        if done:
+            self.frontier.complete(done)
+
+    def flush(self) -> None:
+        self.flush_counts()
+        if self.frozen:
+            return
+        self.blocklist.refresh()
+        self.intake.confirm()
+        self.reap()
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(frontier_commit, durable=self.frontier.durable)
+        if self.frozen:  # what the journal would call done was not all stored
+            return
+        try:
+            self.frontier.flush()
+            self.seen.flush()  # after the journal: the seen set never runs ahead of it
+        except STORAGE_ERRORS as exc:
+            self.storage_error(exc)
+
+    def snapshot(self) -> None:
+        """Snapshot the seen set right after a journal commit, in the same reactor turn."""
+        if self.frozen:
+            return
+        try:
+            self.frontier.flush()
+            self.seen.snapshot(self.frontier.admitted_mark())
+        except STORAGE_ERRORS as exc:
+            self.storage_error(exc)
+
+    def close(self, reason: str) -> None:
+        """The last confirmation, reap and commits (none after a full disk)."""
+        if self.frozen:  # nothing more is called done: what was not stored is fetched again
+            self.frontier.close(commit=False)
+            return
+        self.intake.confirm()
+        self.reap(final=reason == "finished")
+        try:
+            self.frontier.close()
+            self.seen.flush()
+        except STORAGE_ERRORS as exc:
+            self.storage_error(exc)
+        self.seen.mark = self.frontier.admitted_mark()
+
+    def storage_error(self, exc: BaseException) -> None:
+        """The journal or the seen set could not be written: a full disk stops the crawl."""
+        if not is_disk_full(exc):
+            raise exc
+        self.frozen = True
+        report_disk_full(self.crawler, "jobdir", job_dir(self.crawler.settings)
+                         if self.crawler is not None else None, exc)
+
+    def storage_failed(self, where: str = "", **_: Any) -> None:
+        """``storage_failed``: another component's disk filled up."""
+        self.frozen = True
