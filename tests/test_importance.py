@@ -41,6 +41,12 @@ def test_a_fetched_pages_cash_is_split_over_its_links_external_ones_weighing_mor
     assert cash[B1] == pytest.approx(0.6)  # another host: three times a link within the host
     assert opic._total == pytest.approx(1.0)  # cash is conserved
     assert opic.fetched(A) == []  # told twice (page_done, then the flush): credited once
+    # a link to a URL fetched already takes its share all the same (it goes nowhere)
+    opic.link(A1, A2, "a.test", 2, 0)
+    opic.link(A1, A, "a.test", 2, 0)  # (A: fetched, not queued)
+    opic.link(A1, A2, "a.test", 2, 0)  # (the same link again counts once)
+    assert [fp for fp, *_ in opic.fetched(A1)] == [A2]
+    assert opic._cash[A2] == pytest.approx(0.2 + 0.1)
 
 
 def test_importance_is_relative_to_the_queued_mean_on_a_log_scale() -> None:

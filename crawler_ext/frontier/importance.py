@@ -45,11 +45,16 @@ class Opic:
         self.max_pages = max_pages
         self._cash: OrderedDict[int, float] = OrderedDict()  # queued URL -> cash
         self._total = 0.0  # sum of self._cash's values
-        # page in process -> its links: fingerprint -> (key, depth, priority)
-        self._links: OrderedDict[int, dict[int, tuple[str, int, int]]] = OrderedDict()
+        # page in process -> its links: fingerprint -> (key, depth, priority), or None for a
+        # URL not queued (it takes its share of the cash, which then goes nowhere)
+        self._links: OrderedDict[int, dict[int, tuple[str, int, int] | None]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._cash)
+
+    def __contains__(self, fp: int) -> bool:
+        """Whether ``fp`` is a queued URL tracked here (only those can be credited)."""
+        return fp in self._cash
 
     # -- what the intake tells ---------------------------------------------------------------
     def seed(self, fp: int) -> None:
@@ -60,16 +65,18 @@ class Opic:
         """A URL admitted from a link: tracked from now on, with no cash yet."""
         self._add(fp, 0.0)
 
-    def link(self, page: int, target: int, host: str, depth: int, priority: int) -> None:
-        """``page`` (being processed) links to ``target`` (its politeness key, depth and
-        request priority, to score it again): credited when the page completes."""
+    def link(self, page: int, target: int, host: str = "", depth: int = 0,
+             priority: int = 0) -> None:
+        """``page`` (being processed) links to ``target`` (a queued URL's host, depth and
+        request priority, to score it again): credited when the page completes.  Each
+        distinct link counts once."""
         links = self._links.get(page)
         if links is None:
             links = self._links[page] = {}
             while len(self._links) > self.max_pages:
                 self._links.popitem(last=False)
-        if len(links) < self.max_links and target != page:
-            links[target] = (host, depth, priority)
+        if target not in links and target != page and len(links) < self.max_links:
+            links[target] = (host, depth, priority) if target in self._cash else None
 
     def fetched(self, page: int) -> list[tuple[int, str, int, int]]:
         """``page`` was fetched and its links admitted: its cash is split over its links
@@ -87,11 +94,11 @@ class Opic:
         unit = cash / sum(weights)
         grown = []
         tracked = self._cash
-        for (fp, (host, depth, priority)), weight in zip(links.items(), weights):
-            if fp in tracked:
+        for (fp, record), weight in zip(links.items(), weights):
+            if record is not None and fp in tracked:
                 tracked[fp] += unit * weight
                 self._total += unit * weight
-                grown.append((fp, host, depth, priority))
+                grown.append((fp, *record))
         return grown
 
     # -- what the scorer asks ----------------------------------------------------------------

@@ -186,10 +186,7 @@ class Intake:
             return False
         self._inc("dupefilter/filtered")
         self._inc("frontier/known_links")
-        headers = request.headers
-        referer = headers.get(b"Referer") if headers else None
-        self._rediscovered(request, request.url, known,
-                           referer.decode("latin-1") if referer else None)
+        self._rediscovered(request, request.url, known, None)
         return True
 
     def _enqueue_other(self, request: Request, scheme: str) -> bool:
@@ -271,11 +268,19 @@ class Intake:
 
     def _rediscovered(self, request: Request, canonical: str, fp: int,
                       referer: str | None) -> None:
-        """A link to a URL already admitted: told to the page importance (credited when
-        its page completes)."""
+        """A link to a URL already admitted: told to the page importance, which credits it
+        when its page completes if it is still queued (``referer`` None: read here)."""
+        if referer is None:
+            headers = request.headers
+            raw = headers.get(b"Referer") if headers else None
+            referer = raw.decode("latin-1") if raw else None
         if referer:
-            self.importance.link(self._page_fp(referer), fp, canonical_key(canonical),
-                                 int(request.meta.get("depth", 0)), request.priority)
+            opic = self.importance
+            if fp in opic:
+                opic.link(self._page_fp(referer), fp, canonical_key(canonical),
+                          int(request.meta.get("depth", 0)), request.priority)
+            else:  # (fetched already: it takes its share of the page's cash all the same)
+                opic.link(self._page_fp(referer), fp)
         self.seen.log(request, self.requests.spider)
 
     def _page_fp(self, referer: str) -> int:
