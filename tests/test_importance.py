@@ -16,7 +16,7 @@ from conftest import run_crawl
 from crawler_ext.admission.urls import fingerprint
 from crawler_ext.dupefilter import BloomDupeFilter
 from crawler_ext.frontier import Frontier, MemoryStore, PolitenessPolicy
-from crawler_ext.frontier.importance import Opic
+from crawler_ext.frontier.importance import IMPORTANCE_META, Opic
 from crawler_ext.frontier.knownlinks import KnownLinksMiddleware
 from crawler_ext.frontier.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
@@ -113,6 +113,10 @@ def test_a_url_linked_by_more_important_pages_goes_out_first() -> None:
     assert [r.url for r in out if "a.test" in r.url] == [
         "http://a.test/t", "http://a.test/x", "http://a.test/y"]
     assert "http://b.test/z" in {r.url for r in out}
+    # the dispatched requests carry their cash as a multiple of the mean (the recrawl
+    # policy weighs the pages by it)
+    weights = {r.url: r.meta.get(IMPORTANCE_META) for r in out}
+    assert weights["http://a.test/t"] > weights["http://a.test/x"] > 0
 
 
 @pytest.mark.slow

@@ -49,6 +49,33 @@ def test_a_page_that_looks_static_is_checked_at_growing_intervals() -> None:
     assert intervals == sorted(intervals)
 
 
+def test_a_more_important_page_of_two_alike_is_revisited_more(tmp_path: Path) -> None:
+    """Two pages that change alike on one host; the frontier found one four times as
+    important (its request's meta): it gets the larger share of the host's revisits, and its
+    weight survives the history log."""
+    from crawler_ext.recrawl.history import HistoryLog
+
+    policy = RefreshPolicy(min_interval=0.5, max_interval=100.0, share=0.5)
+    log = HistoryLog(tmp_path / "h.jsonl")
+    log.open(policy)
+    due, fetches, t = {"a": 0.0, "b": 0.0}, Counter(), 0.0
+    while t < 600:
+        for page, when in due.items():
+            if when <= t:
+                weight = (4.0 if page == "a" else 0.25) if t == 0 else None  # found once
+                verdict = policy.observe(f"http://h/{page}", "h", t, exact=int(t // 6),
+                                         delay=1.0, weight=weight)
+                log.append(f"http://h/{page}", "h", t, int(t // 6), None, None, False, weight)
+                due[page] = t + verdict.interval
+                fetches[page] += 1
+        t += 0.25
+    assert fetches["a"] > 1.3 * fetches["b"], fetches
+    log.close(policy)
+    again = RefreshPolicy(min_interval=0.5, max_interval=100.0)
+    HistoryLog(log.path).load(again)
+    assert again.history("http://h/a").weight == 4.0 and again.history("http://h/b").weight == 0.25
+
+
 def test_the_histories_survive_a_restart_and_a_torn_line(tmp_path: Path) -> None:
     from crawler_ext.recrawl.history import HistoryLog
 

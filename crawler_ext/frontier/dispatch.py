@@ -18,6 +18,7 @@ from crawler_ext.admission import Admission
 from crawler_ext.frontier.codec import CHAIN
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.core import DROP
+from crawler_ext.frontier.importance import IMPORTANCE_META, Opic
 from crawler_ext.frontier.inflight import InFlight
 from crawler_ext.frontier.requests import StoredRequests
 from crawler_ext.frontier.robotsgate import RobotsGate
@@ -30,13 +31,15 @@ __all__ = ["Dispatcher"]
 class Dispatcher:
     def __init__(self, frontier: FrontierBackend, robots: RobotsGate | None,
                  blocklist: Blocklist, requests: StoredRequests, admission: Admission,
-                 inflight: InFlight, inc: Callable[..., None], stats: Any = None) -> None:
+                 inflight: InFlight, importance: Opic, inc: Callable[..., None],
+                 stats: Any = None) -> None:
         self.frontier = frontier
         self.robots = robots
         self.blocklist = blocklist
         self.requests = requests
         self.admission = admission
         self.inflight = inflight
+        self.importance = importance
         self._inc = inc
         self.stats = stats
 
@@ -57,6 +60,9 @@ class Dispatcher:
             chain = request.meta.get(CHAIN)
             if chain:
                 self.admission.restore_chain(request.url, chain)
+            weight = self.importance.weight(entry.fp)
+            if weight is not None:  # (the recrawl policy weighs the page by it)
+                request.meta[IMPORTANCE_META] = weight
         self.inflight.add(request, entry, now)
         self._inc("frontier/dispatched")
         if kind not in (b"R", b"H"):  # the frontier's own robots.txt fetches aside

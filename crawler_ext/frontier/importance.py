@@ -25,13 +25,17 @@ from collections import OrderedDict
 
 from crawler_ext.admission.urls import REST_BITS
 
-__all__ = ["MEAN_IMPORTANCE", "Opic"]
+__all__ = ["IMPORTANCE_META", "MEAN_IMPORTANCE", "Opic"]
 
 #: cash at which ``importance`` reaches 1, as a multiple of the queued URLs' mean
 SPAN = 4.0
 _LOG_SPAN = math.log(SPAN)
 #: the importance of a URL at the mean cash (a refresh, a URL of another scheme)
 MEAN_IMPORTANCE = 0.5
+#: meta key of a dispatched request: its cash as a multiple of the mean (0.25 to 4), which
+#: weighs the page in its host's revisit allocation (recrawl)
+IMPORTANCE_META = "crawler_ext_importance"
+WEIGHT_RANGE = (0.25, 4.0)
 
 
 class Opic:
@@ -108,6 +112,15 @@ class Opic:
             return 0.0
         ratio = cash * len(self._cash) / self._total
         return min(1.0, max(0.0, 0.5 + 0.5 * math.log(ratio) / _LOG_SPAN))
+
+    def weight(self, fp: int) -> float | None:
+        """``fp``'s cash as a multiple of the queued URLs' mean, within ``WEIGHT_RANGE``;
+        None when no page credited it (nothing known)."""
+        cash = self._cash.get(fp, 0.0)
+        if cash <= 0.0 or self._total <= 0.0:
+            return None
+        low, high = WEIGHT_RANGE
+        return min(high, max(low, cash * len(self._cash) / self._total))
 
     def _add(self, fp: int, cash: float) -> None:
         old = self._cash.get(fp)

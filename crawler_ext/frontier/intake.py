@@ -8,8 +8,8 @@ set's answer all the same, without canonicalisation and trap analysis); admissio
 confirmation at the next flush); then the politeness key (by address: once resolved), the
 pattern chain, the score and band, and the stored form.  Every link is told to the page
 importance (OPIC): when its page completes, the page's cash is split over its links, and a
-queued URL whose cash grew may move to a better band.  ``dont_filter`` skips the seen set, except for a
-redirect's target, unless the user set it on the request themselves.
+queued URL whose cash grew may move to a better band.  ``dont_filter`` skips the seen set,
+except for a redirect's target, unless the user set it on the request themselves.
 """
 
 from __future__ import annotations

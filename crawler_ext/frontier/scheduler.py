@@ -125,7 +125,8 @@ class FrontierScheduler(BaseScheduler):
         self.inflight = InFlight(frontier, self.robots, self.server_latency, time.time,
                                  self._inc, stats, released=self._released, rearm=self._rearm)
         self.dispatch = Dispatcher(frontier, self.robots, self.blocklist, self.requests,
-                                   self.admission, self.inflight, self._inc, stats)
+                                   self.admission, self.inflight, self.intake.importance,
+                                   self._inc, stats)
         self.durability = Durability(frontier, self.df, self.inflight, self.intake, self.keys,
                                      self.requests, self.blocklist, self.engine, crawler,
                                      self._flush_counts)

@@ -104,6 +104,9 @@ class ChangeHistory:
     checks: int = 0
     changes: int = 0
     recent: list[tuple[float, bool]] = field(default_factory=list)  # (interval, changed)
+    #: the page's importance when it was found (OPIC cash as a multiple of the mean of the
+    #: queued URLs, 0.25 to 4; 1 when not known): its weight in its host's revisit allocation
+    weight: float = 1.0
     MAX_CHECKS = 32  # the estimate follows the recent checks: bounded, and it adapts
 
     def observe(self, when: float, exact: int | None, simhash: int | None = None,

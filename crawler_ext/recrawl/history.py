@@ -45,7 +45,8 @@ class HistoryLog:
                     else:
                         policy.observe(record["u"], record["h"], record["t"], record.get("x"),
                                        etag=record.get("e"), last_modified=record.get("m"),
-                                       not_modified=bool(record.get("n")))
+                                       not_modified=bool(record.get("n")),
+                                       weight=record.get("w"))
                 except (ValueError, KeyError, TypeError):
                     continue  # a line cut short by a kill
         return len(policy.pages)
@@ -56,10 +57,13 @@ class HistoryLog:
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
 
     def append(self, url: str, host: str, when: float, exact: int | None, etag: str | None,
-               last_modified: float | None, not_modified: bool) -> None:
-        self._pending.append(json.dumps(
-            {"k": "o", "u": url, "h": host, "t": round(when, 3), "x": exact, "e": etag,
-             "m": last_modified, "n": int(not_modified)}, separators=(",", ":")))
+               last_modified: float | None, not_modified: bool,
+               weight: float | None = None) -> None:
+        record = {"k": "o", "u": url, "h": host, "t": round(when, 3), "x": exact, "e": etag,
+                  "m": last_modified, "n": int(not_modified)}
+        if weight is not None:
+            record["w"] = round(weight, 3)
+        self._pending.append(json.dumps(record, separators=(",", ":")))
 
     def flush(self) -> None:
         if self._file is None or not self._pending:
@@ -89,11 +93,13 @@ def snapshot(h: ChangeHistory) -> dict[str, Any]:
     """A history as plain data (the log's compacted form; a shared frontier's refresh entry
     carries it, so whichever worker fetches the refresh has it)."""
     return {"f": h.last_fetch, "e": h.etag, "m": h.last_modified, "x": h.exact,
-            "c": h.checks, "g": h.changes, "r": [[round(t, 3), int(c)] for t, c in h.recent]}
+            "c": h.checks, "g": h.changes, "r": [[round(t, 3), int(c)] for t, c in h.recent],
+            "w": round(h.weight, 3)}
 
 
 def from_snapshot(record: dict[str, Any]) -> ChangeHistory:
     return ChangeHistory(last_fetch=record["f"], etag=record.get("e"),
                          last_modified=record.get("m"), exact=record.get("x"),
                          checks=record.get("c", 0), changes=record.get("g", 0),
-                         recent=[(float(t), bool(c)) for t, c in record.get("r", [])])
+                         recent=[(float(t), bool(c)) for t, c in record.get("r", [])],
+                         weight=float(record.get("w", 1.0)))

@@ -35,6 +35,7 @@ from scrapy.utils.job import job_dir
 from crawler_ext import config
 from crawler_ext.admission.urls import host_of
 from crawler_ext.frontier.delays import KeyDelays
+from crawler_ext.frontier.importance import IMPORTANCE_META
 from crawler_ext.recrawl.policy import RefreshPolicy
 from crawler_ext.recrawl.history import HISTORY_NAME, HistoryLog, from_snapshot, snapshot
 from crawler_ext.signals import frontier_commit, frontier_opened, host_released, sitemap_lastmod
@@ -165,12 +166,15 @@ class RecrawlMiddleware:
         when = _now()
         etag_text = etag.decode("latin-1") if etag else None
         last_modified = _http_time(response.headers.get("Last-Modified"))
+        weight = request.meta.get(IMPORTANCE_META)  # (the frontier's, for a discovered page)
         verdict = self.policy.observe(
             url, host, when, exact, etag=etag_text, last_modified=last_modified,
             not_modified=not_modified,
-            delay=self._delays.get(host.partition(":")[0], self._default_delay) or 0.1)
+            delay=self._delays.get(host.partition(":")[0], self._default_delay) or 0.1,
+            weight=weight)
         if self.log is not None:
-            self.log.append(url, host, when, exact, etag_text, last_modified, not_modified)
+            self.log.append(url, host, when, exact, etag_text, last_modified, not_modified,
+                            weight)
         if refresh:
             self.stats.inc_value("recrawl/fetched")
             if not_modified:

@@ -3,7 +3,9 @@
 Per page, a bounded :class:`~crawler_ext.recrawl.estimate.ChangeHistory` (fetch times,
 validators, content fingerprints, changed or not).  Per host, the refresh budget -- the share
 ``CRAWLER_EXT_RECRAWL_SHARE`` of the fetches per second its politeness delay allows -- is split
-over its pages by Cho & Garcia-Molina's optimal allocation of their estimated change rates
+over its pages by Cho & Garcia-Molina's optimal allocation of their estimated change rates,
+weighted by each page's importance when it was found (its OPIC cash, which the frontier puts
+in the request's meta, as a multiple of the mean, 0.25 to 4)
 (:func:`~crawler_ext.recrawl.allocate.optimal_frequencies`), recomputed at most every
 ``reallocate_every`` seconds per host; each page's interval is clamped to
 ``[CRAWLER_EXT_RECRAWL_MIN_INTERVAL, CRAWLER_EXT_RECRAWL_MAX_INTERVAL]`` (a page given no
@@ -65,9 +67,11 @@ class RefreshPolicy:
 
     def observe(self, url: str, host: str, when: float, exact: int | None,
                 etag: str | None = None, last_modified: float | None = None,
-                not_modified: bool = False, delay: float = 1.0) -> Verdict:
+                not_modified: bool = False, delay: float = 1.0,
+                weight: float | None = None) -> Verdict:
         """Record a fetch of ``url``; whether it changed, and when to fetch it again.
-        ``delay``: the host's politeness delay now (its fetch budget is 1/delay per second)."""
+        ``delay``: the host's politeness delay now (its fetch budget is 1/delay per second);
+        ``weight``: the page's importance, if the frontier knew it (a discovered page's)."""
         record = self.pages.get(url)
         first = record is None
         if record is None:
@@ -78,6 +82,8 @@ class RefreshPolicy:
                 self._hosts.get(old_host, {}).pop(old_url, None)
         else:
             self.pages.move_to_end(url)
+        if weight is not None:
+            record[1].weight = weight
         changed = record[1].observe(when, exact, etag=etag, last_modified=last_modified,
                                     not_modified=not_modified)
         return Verdict(changed, self._interval(host, url, when, delay), first)
@@ -97,13 +103,15 @@ class RefreshPolicy:
 
     def _allocate(self, host: str, now: float, delay: float) -> tuple[float, dict, float]:
         urls = list(self._hosts.get(host, {}))
-        rates = [self.pages[u][1].rate() for u in urls]
+        histories = [self.pages[u][1] for u in urls]
+        rates = [h.rate() for h in histories]
         budget = self.share / max(delay, 1e-3)
-        # the allocation spends the whole budget; a page is not checked more than
-        # ``checks_per_change`` times per expected change (pages that look static would
-        # otherwise take a host's whole budget when nothing else changes)
+        # the allocation spends the whole budget, weighted by the pages' importance; a page
+        # is not checked more than ``checks_per_change`` times per expected change (pages
+        # that look static would otherwise take a host's whole budget when nothing changes)
+        weights = [h.weight for h in histories]
         frequencies = [min(f, self.checks_per_change * r)
-                       for f, r in zip(optimal_frequencies(rates, budget), rates)]
+                       for f, r in zip(optimal_frequencies(rates, budget, weights), rates)]
         alloc = (now, dict(zip(urls, frequencies)),
                  expected_freshness(rates, frequencies) if urls else 1.0)
         self._alloc[host] = alloc
