@@ -37,7 +37,8 @@ Gate = Callable[[Entry, float], "Entry | float | str"]
 
 
 class FrontierHooks(Protocol):
-    """What a shared frontier calls back in the scheduler (a local frontier never does)."""
+    """What a shared frontier calls back in the scheduler (``frontier/hooks.py``; a local
+    frontier never does)."""
 
     def wake(self) -> None: ...
     def seeds(self, urls: list[str]) -> None: ...
