@@ -33,13 +33,13 @@ def fill_when(web, fetched: int, filler: Path, seconds: float = 60.0) -> None:
     deadline = time.time() + seconds
     while len(web.log()) < fetched and time.time() < deadline:
         time.sleep(0.01)
-    with open(filler, "wb") as fh:
-        try:
+    try:  # (the file system may be full already: then even the open fails)
+        with open(filler, "wb") as fh:
             while True:
                 fh.write(b"\0" * 65536)
                 fh.flush()
-        except OSError:
-            pass
+    except OSError:
+        pass
 
 
 @pytest.mark.parametrize("full", ["warc", "jobdir"])
