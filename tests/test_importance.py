@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from scrapy import Request, Spider
@@ -20,6 +21,7 @@ from crawler_ext.frontier.importance import IMPORTANCE_META, Opic
 from crawler_ext.frontier.knownlinks import KnownLinksMiddleware
 from crawler_ext.frontier.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
+from crawler_ext.recrawl.sitemaps import SitemapMiddleware
 from crawler_ext.signals import frontier_opened
 from testweb import politeness_violations, read_log
 
@@ -173,3 +175,23 @@ def test_the_known_links_middleware_tells_the_frontier_once_a_pages_output_is_ta
         return [o async for o in mw.process_spider_output_async(response, agen())]
 
     assert len(asyncio.run(drain())) == 1 and told == [response, response]
+
+
+def test_a_sitemaps_urls_are_not_start_urls_and_bring_no_cash() -> None:
+    """A sitemap lists thousands of URLs: were each a start URL with one unit of cash, they
+    would outweigh every link.  They come at depth 1, queued with no cash of their own."""
+    crawled: list[Request] = []
+    crawler = SimpleNamespace(stats=SimpleNamespace(inc_value=lambda *a, **k: None),
+                              engine=SimpleNamespace(crawl=crawled.append),
+                              signals=SimpleNamespace(send_catch_log=lambda *a, **k: None))
+    mw = SitemapMiddleware(crawler, max_urls=100, max_bytes=1 << 20, max_depth=2)
+    mw.sitemaps_found("http://a.test", [])
+    mw._read("http://a.test/sitemap.xml", b'<?xml version="1.0"?><urlset xmlns='
+             b'"http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://a.test/1</loc>'
+             b'</url></urlset>', 0)
+    assert [r.meta.get("depth") for r in crawled] == [1, 1]
+    sched = _scheduler()
+    for request in crawled:
+        assert sched.enqueue_request(request)
+    assert sched.intake.importance._cash == {fingerprint("http://a.test/sitemap.xml"): 0.0,
+                                             fingerprint("http://a.test/1"): 0.0}

@@ -74,7 +74,9 @@ class SitemapMiddleware:
 
     def _request(self, url: str, depth: int) -> None:
         try:
-            request = Request(url, meta={SITEMAP_META: depth}, priority=1)
+            # (depth 1, as Scrapy's SitemapSpider would give them: not start URLs, so they
+            # bring no page-importance cash of their own)
+            request = Request(url, meta={SITEMAP_META: depth, "depth": 1}, priority=1)
         except ValueError:
             self._error(url, "bad URL")
             return
@@ -130,7 +132,7 @@ class SitemapMiddleware:
             if lastmod is not None:
                 self.crawler.signals.send_catch_log(sitemap_lastmod, url=loc, lastmod=lastmod)
             try:
-                self.crawler.engine.crawl(Request(loc))
+                self.crawler.engine.crawl(Request(loc, meta={"depth": 1}))
             except ValueError:
                 self.stats.inc_value("sitemaps/urls_invalid")
 
