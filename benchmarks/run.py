@@ -286,7 +286,7 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -
         if left is not None:
             left(request)  # the download returns at once: the host is free again
         if store is not None and got % 10_000 == 0:
-            sched.durability.flush()  # completes what was processed (reap), commits, flushes the seen set
+            sched.durability.flush()  # completes what was processed, commits, flushes the seen set
     if store is not None:
         sched.durability.flush()
     t3 = time.perf_counter()

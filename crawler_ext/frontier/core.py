@@ -70,8 +70,8 @@ class Frontier:
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
         self._in_heap: set[str] = set()
-        # the latest entries still in front queues, for promotion (bounded: an entry that
-        # waits long without being linked again is not tracked any more)
+        # the latest entries still in front queues, for promotion (bounded: the oldest are
+        # not tracked any more)
         self._front_by_fp: OrderedDict[int, Entry] = OrderedDict()
         self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when

@@ -105,22 +105,29 @@ class Opic:
                 grown.append((fp, *record))
         return grown
 
-    # -- what the scorer asks ----------------------------------------------------------------
-    def importance(self, fp: int) -> float:
-        cash = self._cash.get(fp, 0.0)
-        if cash <= 0.0 or self._total <= 0.0:
-            return 0.0
-        ratio = cash * len(self._cash) / self._total
-        return min(1.0, max(0.0, 0.5 + 0.5 * math.log(ratio) / _LOG_SPAN))
-
-    def weight(self, fp: int) -> float | None:
-        """``fp``'s cash as a multiple of the queued URLs' mean, within ``WEIGHT_RANGE``;
-        None when no page credited it (nothing known)."""
+    # -- what the scorer and the recrawl policy ask ----------------------------------------
+    def ratio(self, fp: int) -> float | None:
+        """``fp``'s cash as a multiple of the queued URLs' mean; None when no page credited it
+        (nothing known)."""
         cash = self._cash.get(fp, 0.0)
         if cash <= 0.0 or self._total <= 0.0:
             return None
+        return cash * len(self._cash) / self._total
+
+    def importance(self, fp: int) -> float:
+        """0..1: the ratio on a log scale, 0.5 at the mean, 1 at ``SPAN`` times it."""
+        ratio = self.ratio(fp)
+        if ratio is None:
+            return 0.0
+        return min(1.0, max(0.0, 0.5 + 0.5 * math.log(ratio) / _LOG_SPAN))
+
+    def weight(self, fp: int) -> float | None:
+        """The ratio within ``WEIGHT_RANGE`` (the page's weight in its host's revisits)."""
+        ratio = self.ratio(fp)
+        if ratio is None:
+            return None
         low, high = WEIGHT_RANGE
-        return min(high, max(low, cash * len(self._cash) / self._total))
+        return min(high, max(low, ratio))
 
     def _add(self, fp: int, cash: float) -> None:
         old = self._cash.get(fp)
