@@ -1,7 +1,7 @@
 """Benchmarks: crawler_ext against stock Scrapy and scrapy-redis on the same crawls, in one run.
 
-    python benchmarks/run.py [politeness] [priority] [scale] [seen] [dedup] [warc] [distributed]
-                             [realsites] [hostile] [engines] [scale50] [cpu]
+    python benchmarks/run.py [politeness] [priority] [priority_real] [scale] [seen] [dedup]
+                             [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
                              [distributed_scale] [recrawl] [render]
                              [--quick]
 
@@ -211,6 +211,75 @@ def bench_priority(quick: bool) -> None:
           ["order", "fetches counted", "share of top 10 %", "gap < 15 ms on a host",
            "ratio to FIFO/BFS"],
           [r + [r[2] / base] for r in rows])
+
+
+def bench_priority_real(quick: bool) -> None:
+    """The priority measure on real content: the real-site corpus (documentation sites of
+    several generators), PageRank of its own link graph as the truth, all start pages as
+    seeds, the first 20 % of fetches judged."""
+    from urllib.parse import urljoin, urlsplit
+
+    from testweb.corpus import _hrefs, build_corpus, reachable, resolve_path
+    from testweb.static import RealWebServer
+
+    sites = build_corpus()
+    graph: dict[str, list[str]] = {}
+    for site in sites:
+        pages = reachable(site.root, site.start)
+        for path in pages:
+            file = resolve_path(site.root, path)
+            links = []
+            if file is not None and file.suffix.lower() in (".html", ".htm"):
+                for href in _hrefs(file.read_bytes()):
+                    parts = urlsplit(urljoin("http://site" + path, href.strip()))
+                    if parts.netloc == "site" and (parts.path or "/") in pages:
+                        links.append(f"{site.host()}{parts.path or '/'}")
+            graph[f"{site.host()}{path}"] = sorted(set(links))
+    nodes = list(graph)
+    rank = dict.fromkeys(nodes, 1.0 / len(nodes))
+    for _ in range(50):
+        new = dict.fromkeys(nodes, 0.15 / len(nodes))
+        dangling = sum(rank[n] for n in nodes if not graph[n])
+        for n in nodes:
+            for t in graph[n]:
+                new[t] += 0.85 * rank[n] / len(graph[n])
+        for n in nodes:
+            new[n] += 0.85 * dangling / len(nodes)
+        rank = new
+    top = set(sorted(nodes, key=rank.get, reverse=True)[:len(nodes) // 10])
+    budget = len(nodes) // 5
+    configs = [
+        ("stock Scrapy, FIFO (BFS)", {**STOCK, "DEPTH_PRIORITY": 1,
+                                      "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+                                      "DOWNLOAD_DELAY": 0.02,
+                                      "CONCURRENT_REQUESTS_PER_DOMAIN": 1}),
+        ("crawler_ext, score (OPIC importance + depth), 16 bands", {}),
+        ("crawler_ext, score, 3 bands 5:2:1 (the old default)", {
+            "CRAWLER_EXT_FRONTIER_BANDS": 3, "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS": "5,2,1"}),
+        # promotion moves entries still in front queues: with every host active at once (16
+        # hosts, the default bound 10,000) links go to their host's queue at once
+        ("crawler_ext, 16 bands, at most 4 hosts active", {
+            "CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS": 4}),
+    ]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, settings in configs:
+            with RealWebServer(sites, workdir=Path(tmp) / re.sub(r"\W+", "_", name)) as web:
+                seeds = ",".join(web.url(n) for n in web.sites)
+                crawl(web, {"CONCURRENT_REQUESTS": 8, "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.02,
+                            **settings}, seeds, Path(tmp), "-a", "allowed_domains=real.test",
+                      "-a", f"max_pages={budget}")
+                log = read_log(web.log_path)
+            html = [e for e in log if f"{e.host}{e.path}" in graph][:budget]
+            fetched = {f"{e.host}{e.path}" for e in html}
+            rows.append([name, len(html), len(fetched & top) / len(top),
+                         len(politeness_violations(log, 0.02, tolerance=0.005))])
+    base = rows[0][2] or 1e-9
+    table(f"Priority on real content: share of the top 10 % pages by PageRank of the corpus' "
+          f"own link graph ({len(top)} of {len(nodes)} pages, {len(sites)} sites) in the first "
+          f"20 % ({budget}) of the HTML fetches",
+          ["order", "fetches counted", "share of top 10 %", "gap < 15 ms on a host",
+           "ratio to FIFO/BFS"], [r + [r[2] / base] for r in rows])
 
 
 # -- scale -------------------------------------------------------------------------------------
@@ -1439,7 +1508,8 @@ def bench_render(quick: bool) -> None:
                                   "false negatives"], detection)
 
 
-BENCHES = {"politeness": bench_politeness, "priority": bench_priority, "scale": bench_scale,
+BENCHES = {"politeness": bench_politeness, "priority": bench_priority,
+           "priority_real": bench_priority_real, "scale": bench_scale,
            "seen": bench_seen, "dedup": bench_dedup, "warc": bench_warc,
            "distributed": bench_distributed, "realsites": bench_realsites,
            "hostile": bench_hostile, "engines": bench_engines,
