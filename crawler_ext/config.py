@@ -31,7 +31,8 @@ def _bool(value: Any) -> bool:
     raise ValueError(f"expected a boolean, got {value!r}")
 
 
-def _number(kind: type, minimum: float | None = None) -> Callable[[Any], Any]:
+def _number(kind: type, minimum: float | None = None,
+            maximum: float | None = None) -> Callable[[Any], Any]:
     def parse(value: Any) -> Any:
         try:
             number = kind(value)
@@ -39,6 +40,8 @@ def _number(kind: type, minimum: float | None = None) -> Callable[[Any], Any]:
             raise ValueError(f"expected a {kind.__name__}, got {value!r}") from None
         if minimum is not None and number < minimum:
             raise ValueError(f"must be >= {minimum}, got {number}")
+        if maximum is not None and number > maximum:
+            raise ValueError(f"must be <= {maximum}, got {number}")
         return number
 
     return parse
@@ -252,8 +255,10 @@ _SPECS = [
             "Longest time, in seconds, before a page is fetched again (recrawl mode)."),
     Setting("CRAWLER_EXT_RECRAWL_MIN_INTERVAL", 300.0, _number(float, 0.1),
             "Shortest time, in seconds, between two fetches of a page (recrawl mode)."),
-    Setting("CRAWLER_EXT_RECRAWL_SHARE", 0.5, _number(float, 0.0),
-            "Share of a host's fetches (by its politeness delay) that refreshes may take."),
+    Setting("CRAWLER_EXT_RECRAWL_SHARE", 0.5, _number(float, 0.0, 1.0),
+            "Share of a host's fetches that go to refreshes when refreshes and newly found "
+            "URLs both wait (either side takes what the other leaves); the refresh budget "
+            "per host is this share of the fetches its politeness delay allows."),
     Setting("CRAWLER_EXT_REDIS_CLUSTER", False, _bool,
             "REDIS_URL names a node of a Redis Cluster (also when REDIS_PARAMS' redis_cls is "
             "redis.cluster.RedisCluster)."),

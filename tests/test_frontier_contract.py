@@ -36,16 +36,17 @@ class Driver:
                 pytest.fail("Redis does not answer on 127.0.0.1:6379 (.ci/run starts one)")
             self.redis.flushdb()
 
-    def make(self, min_delay: float = 0.0) -> FrontierBackend:
+    def make(self, min_delay: float = 0.0, share: float = 0.5) -> FrontierBackend:
         policy = PolitenessPolicy(min_delay=min_delay, max_delay=max(min_delay, 0.01),
                                   latency_factor=0.0)
         if self.kind == "redis":
             from crawler_ext.distributed.frontier import RedisFrontier
 
             frontier: FrontierBackend = RedisFrontier(self.redis, "c", policy, WEIGHTS, None,
-                                                      shards=4, lease_ttl=1.0, buffer=8)
+                                                      shards=4, lease_ttl=1.0, buffer=8,
+                                                      refresh_share=share)
         else:
-            frontier = Frontier(self.store(), policy, WEIGHTS)
+            frontier = Frontier(self.store(), policy, WEIGHTS, refresh_share=share)
         frontier.open()
         frontier.recover()
         return frontier
@@ -89,9 +90,10 @@ def driver(request, tmp_path: Path):
     d.teardown()
 
 
-def entry(key: str, n: int, band: int = 1, priority: int = 0) -> Entry:
+def entry(key: str, n: int, band: int = 1, priority: int = 0, refresh: bool = False) -> Entry:
     url = f"http://{key}/p/{n}"
-    return Entry(key, band, b"U0\x00\x00" + url.encode(), fingerprint(url), priority=priority)
+    return Entry(key, band, b"U0\x00\x00" + url.encode(), fingerprint(url), priority=priority,
+                 refresh=refresh)
 
 
 def number(e: Entry) -> int:
@@ -194,3 +196,35 @@ def test_pending_counts_what_is_left_until_all_is_completed(driver: Driver) -> N
     drain(driver, frontier, 1)
     driver.sync(frontier)
     assert frontier.pending() == 0
+
+
+@pytest.mark.parametrize("share, expected", [(0.5, "drdrdrdrdd"), (0.0, "ddddddrrrr"),
+                                             (1.0, "rrrrdddddd")])
+def test_refreshes_take_their_share_of_a_keys_turns_when_both_wait(
+        driver: Driver, share: float, expected: str) -> None:
+    """CRAWLER_EXT_RECRAWL_SHARE: when a key's refreshes (due delayed entries) and newly found
+    URLs both wait, refreshes get that share of its turns; a lane alone takes every turn."""
+    frontier = driver.make(share=share)
+    frontier.add([entry("a", n) for n in range(1, 7)])
+    # refreshes are delayed entries; a better band than the links' must not let them go first
+    frontier.add_delayed([entry("a", n, band=0, refresh=True) for n in range(101, 105)],
+                         time.time())
+    got = drain(driver, frontier, 10)
+    assert "".join("r" if number(e) > 100 else "d" for e in got) == expected
+    assert [number(e) for e in got if e.refresh] == [101, 102, 103, 104]
+
+
+def test_a_refresh_keeps_its_lane_through_a_crash(driver: Driver) -> None:
+    if driver.kind == "memory":
+        pytest.skip("the memory backend keeps nothing past its process, by design")
+    frontier = driver.make(share=1.0)
+    frontier.add([entry("a", n) for n in range(1, 4)])
+    frontier.add_delayed([entry("a", n, refresh=True) for n in range(101, 103)], time.time())
+    leased = driver.take(frontier)  # in flight when the process dies
+    assert leased is not None and leased.refresh
+    driver.crash(frontier)
+    again = driver.make(share=1.0)
+    if driver.kind == "redis":
+        time.sleep(1.1)  # the dead worker's leases expire (lease TTL 1 s)
+    got = drain(driver, again, 5)
+    assert [number(e) for e in got] == [101, 102, 1, 2, 3]

@@ -173,3 +173,33 @@ def test_a_resumed_recrawl_keeps_its_histories_and_its_refreshes(testweb_factory
     assert second.stat("recrawl/fetched") == len(pages)  # refreshes only, none new
     assert politeness_violations([e for e in read_log(web.log_path) if e.start > split],
                                  min_gap=0.2) == []
+
+
+@pytest.mark.slow
+def test_discovery_keeps_its_share_of_a_host_while_refreshes_wait(testweb_factory,
+                                                                 tmp_path: Path) -> None:
+    """CRAWLER_EXT_RECRAWL_SHARE in the frontier: while a host's refreshes and its newly found
+    pages both wait, refreshes take about that share of its fetches (not all of them, though a
+    refresh is queued in a better band than a new link), and the rest goes to discovery."""
+    web = testweb_factory(hosts=1, pages=40, hazards=False, change_period=0.5)
+    result = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "items.jsonl",
+                       settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
+                                 "CRAWLER_EXT_RECRAWL_ENABLED": True,
+                                 "CRAWLER_EXT_RECRAWL_MIN_INTERVAL": 1,
+                                 "CRAWLER_EXT_RECRAWL_MAX_INTERVAL": 30,
+                                 "CRAWLER_EXT_RECRAWL_SHARE": 0.25,
+                                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.1,
+                                 "CRAWLER_EXT_POLITENESS_MAX_DELAY": 0.1,
+                                 "CLOSESPIDER_TIMEOUT": 20})
+    assert result.returncode == 0, result.output[-3000:]
+    log = [e for e in read_log(web.log_path) if e.path.startswith("/p/") or e.path == "/"]
+    assert politeness_violations(log, min_gap=0.1) == []
+    seen: set[str] = set()
+    kinds = []  # "n" a page's first fetch, "r" a refresh, up to the last new page
+    for e in log:
+        kinds.append("r" if e.path in seen else "n")
+        seen.add(e.path)
+    assert len(seen) == 40, len(seen)
+    window = kinds[:max(i for i, k in enumerate(kinds) if k == "n") + 1]
+    share = window.count("r") / len(window)
+    assert 0.1 <= share <= 0.35, (share, "".join(window))

@@ -8,9 +8,13 @@ script touches one Redis Cluster slot.  Per shard:
 ==========================  ======================================================
 ``{P:sN}:q:<key>``          the key's back queue: sorted set of entry ids, score
                             rank x 2^48 + band x 2^44 + id (rank: Request.priority, best 0)
+``{P:sN}:f:<key>``          its refresh lane (a recrawl's revisits), scored alike
+``{P:sN}:sc``               key -> refresh credit: when both lanes wait, refreshes get
+                            ``CRAWLER_EXT_RECRAWL_SHARE`` of the key's turns
 ``{P:sN}:r:<band>``         ready keys whose best queued entry is in that band: score = next
                             allowed time (the front bands and the ready heap in one)
-``{P:sN}:e``                entry id -> band byte + rank byte + 64-bit fingerprint + request
+``{P:sN}:e``                entry id -> band byte + rank byte (+128: a refresh) + 64-bit
+                            fingerprint + request
 ``{P:sN}:hb``               key -> the ready band it is listed in, or ``L`` while leased
 ``{P:sN}:d``                delayed entries ``id|key`` -> due time (Redis clock)
 ``{P:sN}:na``               key -> next allowed fetch time (Redis clock)
@@ -79,6 +83,8 @@ _FP = struct.Struct(">Q")
 #: rank, band (< 16) and entry id (< 2^44) fit the 53 exact bits of a sorted-set score
 PRIORITY_RANKS = 32
 MAX_BANDS = 16
+#: added to the rank byte of a refresh entry: it waits in its key's refresh lane
+REFRESH_RANK = 128
 
 
 def priority_rank(priority: int) -> int:
@@ -90,7 +96,8 @@ _LUA_READY = lua("frontier_ready.lua")
 
 # KEYS[1]: the shard's entry hash (names the slot).  ARGV: prefix, worker, lease ttl, bands,
 # then counts: push, release, complete, renew-entries, renew-keys; then the band quotas, the
-# total to take, whether to reclaim expired leases, and the sections.  Returns: outstanding
+# total to take, whether to reclaim expired leases, the host budget, the pattern cap, the
+# count of promotions, the refresh share; and the sections.  Returns: outstanding
 # entries, expired leases, lost keys, taken (key, id, entry, state) flattened.
 _LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
 
@@ -160,6 +167,7 @@ class RedisFrontier:
         on_stat: Callable[[str, float], None] | None = None,
         host_budget: int = 0,
         pattern_cap: int = 0,
+        refresh_share: float = 0.5,
     ) -> None:
         self.redis = redis
         self.prefix = prefix
@@ -178,6 +186,7 @@ class RedisFrontier:
         self.wait_for_seeds = wait_for_seeds
         self.host_budget = host_budget  # CRAWLER_EXT_HOST_PAGE_BUDGET, held across workers
         self.pattern_cap = pattern_cap  # CRAWLER_EXT_HOST_PATTERN_CAP, held across workers
+        self.refresh_share = refresh_share  # CRAWLER_EXT_RECRAWL_SHARE, per key, in Redis
         self.max_in_flight = 1  # a leased key is fetched by one worker, one request at a time
         self.parked: dict[str, float] = {}  # the shared frontier does not park (yet)
         # who holds a lease, as `status` shows it: host, process, and a nonce for restarts
@@ -418,8 +427,8 @@ class RedisFrontier:
         trap_pattern = self.hooks.trap_pattern if self.pattern_cap and self.hooks else None
         for entry, check, due in outbox:
             op = shard(entry.key)
-            blob = _HEAD.pack(entry.band, priority_rank(entry.priority),
-                              to_unsigned(entry.fp)) + entry.data
+            rank = priority_rank(entry.priority) + (REFRESH_RANK if entry.refresh else 0)
+            blob = _HEAD.pack(entry.band, rank, to_unsigned(entry.fp)) + entry.data
             # a new URL (not a delayed refresh) counts against its host's budget and its
             # pattern's cap; whether the pattern is a trap is this worker's evidence (its
             # fetched pages of the pattern), asked here, on the reactor thread
@@ -490,7 +499,8 @@ class RedisFrontier:
             args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
                                len(op.push), len(op.release) // 4, len(op.done), len(op.renew),
                                len(op.renew_keys), *take, int(counts.get("reap", 0)),
-                               self.host_budget, self.pattern_cap, len(op.promote) // 3]
+                               self.host_budget, self.pattern_cap, len(op.promote) // 3,
+                               self.refresh_share]
             now = time.time()
             for entry, _, blob, due, host, pattern, trap in op.push:  # type: ignore[misc]
                 delay = "" if due is None else repr(round(max(0.0, due - now), 3))
@@ -580,7 +590,7 @@ class RedisFrontier:
         for key, entry_id, blob, state_blob in out["taken"]:
             band, rank, fp = _HEAD.unpack_from(blob)
             entry = Entry(key, band, bytes(blob[_HEAD.size:]), fp, entry_id,
-                          PRIORITY_RANKS // 2 - 1 - rank)
+                          PRIORITY_RANKS // 2 - 1 - rank % REFRESH_RANK, rank >= REFRESH_RANK)
             state, robots = _state_from(state_blob)
             self._states[key] = (state, robots)
             self._held[entry_id] = key

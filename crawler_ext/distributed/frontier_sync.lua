@@ -7,7 +7,8 @@ local total = tonumber(ARGV[10 + nb])
 local budget = tonumber(ARGV[12 + nb])
 local cap = tonumber(ARGV[13 + nb])
 local n_prom = tonumber(ARGV[14 + nb])
-local i = 15 + nb
+local share = tonumber(ARGV[15 + nb])
+local i = 16 + nb
 -- admitted entries: [key, band, delay ('' or seconds from now), blob, host ('': uncounted),
 -- pattern ('host<TAB>pattern', '': uncounted), trap ('1': the pushing worker's evidence says
 -- the pattern is a trap)]; a host's admissions by all workers are counted here and held to
@@ -39,7 +40,8 @@ for _ = 1, n_push do
     if delay ~= '' then
       redis.call('ZADD', P..':d', now + tonumber(delay), id..'|'..key)
     else
-      redis.call('ZADD', P..':q:'..key, string.byte(blob, 2) * RANK + band * SCALE + id, id)
+      local q, r = lane(P, key, blob)
+      redis.call('ZADD', q, r * RANK + band * SCALE + id, id)
       ready(P, key)
     end
   end
@@ -144,7 +146,7 @@ for pass = 1, 2 do
     for _, key in ipairs(keys) do
       redis.call('ZREM', P..':r:'..b, key)
       redis.call('HDEL', P..':hb', key)
-      local popped = redis.call('ZPOPMIN', P..':q:'..key)
+      local popped = redis.call('ZPOPMIN', next_lane(P, key, share))
       if #popped > 0 then
         local id = popped[1]
         local blob = redis.call('HGET', P..':e', id)

@@ -2,7 +2,9 @@
 
 Front queues decide *what* to crawl next (priority bands, weighted selection); back queues
 decide *when* each politeness key may be contacted (one queue per key, a ready heap of next
-allowed times, at most ``max_in_flight`` requests in flight per key).  Nothing here knows
+allowed times, at most ``max_in_flight`` requests in flight per key).  A key's back queue has
+two lanes, discovery and refresh (a recrawl's revisits): when both wait, the refresh lane gets
+``refresh_share`` of the key's turns (:class:`RefreshShare`), and a lane alone takes them all.  Nothing here knows
 Scrapy: time is passed in, so tests drive it with a fake clock.
 """
 
@@ -16,7 +18,7 @@ from crawler_ext.frontier.contract import FrontierHooks, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, FrontierStore
 
-__all__ = ["DROP", "Frontier", "Gate", "WeightedBands"]
+__all__ = ["DROP", "Frontier", "Gate", "RefreshShare", "WeightedBands"]
 
 DROP = "drop"
 
@@ -42,6 +44,29 @@ class WeightedBands:
         return [best] + [b for b in live if b != best]
 
 
+class RefreshShare:
+    """Which lane of a key's back queue goes next: when both discovery and refresh entries
+    wait, refreshes get ``share`` of the turns, spread evenly (each key's credit grows by the
+    share at every turn both lanes wait, and a refresh spends one unit); when one lane waits
+    alone it takes the turn and the credit stands, so either side uses the other's unused
+    share.  Credits are kept for keys with a back queue only."""
+
+    def __init__(self, share: float) -> None:
+        self.share = min(max(share, 0.0), 1.0)
+        self._credit: dict[str, float] = {}
+
+    def refresh_next(self, key: str, discovery: int, refresh: int) -> bool:
+        if not (discovery and refresh):
+            return refresh > 0
+        credit = self._credit.get(key, 0.0) + self.share
+        go = credit >= 1.0 - 1e-9
+        self._credit[key] = credit - 1.0 if go else credit
+        return go
+
+    def forget(self, key: str) -> None:
+        self._credit.pop(key, None)
+
+
 class Frontier:
     """The frontier contract (:class:`~crawler_ext.frontier.contract.FrontierBackend`) in one
     process, over a memory or sqlite store."""
@@ -58,6 +83,7 @@ class Frontier:
         refill_budget: int = 5_000,
         max_tracked: int = 100_000,
         on_stat: Callable[[str, float], None] | None = None,
+        refresh_share: float = 0.5,
     ) -> None:
         if len(weights) != getattr(store, "bands", len(weights)):
             raise ValueError(f"{len(weights)} band weights for {store.bands} bands")  # type: ignore[attr-defined]
@@ -67,6 +93,7 @@ class Frontier:
         self.max_active_keys = max_active_keys
         self.max_in_flight = max_in_flight
         self.refill_budget = refill_budget
+        self.lanes = RefreshShare(refresh_share)
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
         self._in_heap: set[str] = set()
@@ -186,7 +213,8 @@ class Frontier:
                 return None
             _, key = self.store.heap_pop()  # type: ignore[misc]
             self._in_heap.discard(key)
-            entry = self.store.back_pop(key)
+            discovery, refresh = self.store.back_lanes(key)
+            entry = self.store.back_pop(key, self.lanes.refresh_next(key, discovery, refresh))
             if entry is None:
                 self._deactivate(key)
                 continue
@@ -251,6 +279,7 @@ class Frontier:
     def _deactivate(self, key: str) -> None:
         if self.store.back_size(key) == 0 and self.store.host(key).in_flight == 0:
             self._active.discard(key)
+            self.lanes.forget(key)
 
     def complete(self, entry_ids: list[int]) -> None:
         """The requests' responses were processed (their links admitted): forget them."""

@@ -6,9 +6,13 @@ is a sorted key range of an ordered key-value engine (:mod:`crawler_ext.frontier
 
 * ``F band position id``             front queue of a band, FIFO (position: the id, or a
                                      later number once the entry was promoted)
-* ``B key NUL -priority band id``    back queue of a politeness key: priority, band, arrival
+* ``B key NUL -priority band id``    back queue of a politeness key (its discovery lane):
+                                     priority, band, arrival
+* ``B key NUL FF -priority band id`` the key's refresh lane (a recrawl's revisits)
 * ``T due id``                       delayed entries, by due time
 * ``H key``                          host state, and how many back-queue records the key has
+                                     in each lane (a record written before the lanes: all in
+                                     discovery)
 * ``A position``                     the admission journal: per commit, the fingerprints
                                      admitted, up to that position
 * ``M ...``                          counters: entries per band, delayed, next id, journal end
@@ -36,23 +40,30 @@ from crawler_ext.frontier.storage import Entry, HostState, KeyState
 
 __all__ = ["DiskStore"]
 
-_VALUE = struct.Struct(">QqBH")  # fp, priority, band, len(key); then key and request data
+_VALUE = struct.Struct(">QqBH")  # fp, priority, band (+128: a refresh), len(key); then key
+                                 # and request data
 _U64 = struct.Struct(">Q")
 _DUE = struct.Struct(">d")
-_HOST = struct.Struct(">dddddQ")  # delay, backoff, crawl delay (NaN: none), next, floor; count
+# delay, backoff, crawl delay (NaN: none), next, floor; records in the discovery lane, in the
+# refresh lane (_HOST_V1: written before the lanes, without the last count)
+_HOST = struct.Struct(">dddddQQ")
+_HOST_V1 = struct.Struct(">dddddQ")
+_REFRESH_LANE = b"\xff"
 _SIGN = 1 << 63
 _JOURNAL_SCAN = 1_000  # journal records (one per commit) per scan
 
 
 def _value(e: Entry) -> bytes:
     key = e.key.encode()
-    return _VALUE.pack(e.fp, e.priority, e.band, len(key)) + key + e.data
+    return _VALUE.pack(e.fp, e.priority, e.band | (128 if e.refresh else 0), len(key)) + key + \
+        e.data
 
 
 def _entry(entry_id: int, value: bytes) -> Entry:
     fp, priority, band, n = _VALUE.unpack_from(value)
     start = _VALUE.size
-    return Entry(value[start:start + n].decode(), band, value[start + n:], fp, entry_id, priority)
+    return Entry(value[start:start + n].decode(), band & 127, value[start + n:], fp, entry_id,
+                 priority, band >= 128)
 
 
 def _journal_bytes(fps: array) -> bytes:
@@ -63,8 +74,8 @@ def _journal_bytes(fps: array) -> bytes:
 
 
 def _back_key(e: Entry) -> bytes:
-    return (b"B" + e.key.encode() + b"\x00" + _U64.pack(_SIGN - e.priority)
-            + bytes((e.band,)) + _U64.pack(e.id))
+    return (b"B" + e.key.encode() + b"\x00" + (_REFRESH_LANE if e.refresh else b"")
+            + _U64.pack(_SIGN - e.priority) + bytes((e.band,)) + _U64.pack(e.id))
 
 
 def _front_key(band: int, entry_id: int, position: int | None = None) -> bytes:
@@ -115,11 +126,12 @@ class DiskStore(KeyState):
         self.kv = engine
         self.front_room, self.back_room, self.delay_room = front_room, back_room, delay_room
         self._front = [_Queue(b"F" + bytes((b,)), b"F" + bytes((b + 1,))) for b in range(bands)]
-        self._back: dict[str, _Queue] = {}
+        self._lanes: tuple[dict[str, _Queue], dict[str, _Queue]] = ({}, {})  # discovery, refresh
         self._delayed = _Queue(b"T", b"U")
         self._taken: dict[int, bytes] = {}  # handed out, not completed: id -> record key
         self._promoted: dict[int, int] = {}  # promoted entries still in front: id -> position
-        self._taken_by_key: dict[str, int] = {}
+        # handed out, not completed, per key, in each lane
+        self._taken_lanes: tuple[dict[str, int], dict[str, int]] = ({}, {})
         self._changed_hosts: set[str] = set()
         KeyState.__init__(self)
         self._puts: dict[bytes, bytes] = {}
@@ -153,17 +165,20 @@ class DiskStore(KeyState):
         while rows := self.kv.scan(start, b"I", 10_000):
             for disk_key, value in rows:
                 key = disk_key[1:].decode()
-                delay, backoff, crawl_delay, next_allowed, floor, count = _HOST.unpack(value)
+                if len(value) == _HOST_V1.size:
+                    value += _U64.pack(0)
+                delay, backoff, crawl_delay, next_allowed, floor, *counts = _HOST.unpack(value)
                 self._hosts[key] = HostState(delay, backoff,
                                              None if math.isnan(crawl_delay) else crawl_delay,
                                              next_allowed, floor)
-                if count:
-                    self._back[key] = self._back_queue(key, count)
+                for refresh, count in enumerate(counts):
+                    if count:
+                        self._lanes[refresh][key] = self._back_queue(key, bool(refresh), count)
             start = rows[-1][0] + b"\x00"
         return self.pending()
 
     def back_keys(self) -> list[str]:
-        return list(self._back)
+        return list(self._lanes[0].keys() | self._lanes[1].keys())
 
     def close(self, commit: bool = True) -> None:
         """``commit=False``: a disk filled up; what is pending is dropped (it is fetched again)
@@ -186,11 +201,13 @@ class DiskStore(KeyState):
         puts = self._puts
         for key in self._changed_hosts:
             s = self._hosts[key]
-            queue = self._back.get(key)
-            count = (queue.count if queue else 0) + self._taken_by_key.get(key, 0)
+            counts = []
+            for lane, taken in zip(self._lanes, self._taken_lanes):
+                queue = lane.get(key)
+                counts.append((queue.count if queue else 0) + taken.get(key, 0))
             puts[b"H" + key.encode()] = _HOST.pack(
                 s.delay, s.backoff, math.nan if s.crawl_delay is None else s.crawl_delay,
-                s.next_allowed, s.floor, count)
+                s.next_allowed, s.floor, *counts)
         for band, queue in enumerate(self._front):
             puts[b"Mband" + bytes((band,))] = _U64.pack(queue.count)
         puts[b"Mdelayed"] = _U64.pack(self._delayed.count)
@@ -248,9 +265,11 @@ class DiskStore(KeyState):
         queue.count -= 1
         return queue.head.pop(0)
 
-    def _back_queue(self, key: str, count: int = 0) -> _Queue:
-        prefix = b"B" + key.encode()
-        return _Queue(prefix + b"\x00", prefix + b"\x01", count)
+    def _back_queue(self, key: str, refresh: bool, count: int = 0) -> _Queue:
+        prefix = b"B" + key.encode() + b"\x00"
+        if refresh:
+            return _Queue(prefix + _REFRESH_LANE, prefix[:-1] + b"\x01", count)
+        return _Queue(prefix, prefix + _REFRESH_LANE, count)
 
     # -- front queues -------------------------------------------------------------------------
     def front_push(self, entries: list[Entry]) -> None:
@@ -295,36 +314,44 @@ class DiskStore(KeyState):
     # -- back queues --------------------------------------------------------------------------
     def back_push(self, entry: Entry) -> None:
         key = entry.key
+        lane, taken = self._lanes[entry.refresh], self._taken_lanes[entry.refresh]
         disk_key = self._taken.pop(entry.id, None) if entry.id else None
         if disk_key is not None:  # handed out and given back: its record is still on disk
-            self._taken_by_key[key] -= 1
+            taken[key] -= 1
+            if not taken[key]:
+                del taken[key]
         else:
             self._assign_id(entry)
             disk_key = _back_key(entry)
             self._put(disk_key, _value(entry))
-        queue = self._back.get(key)
+        queue = lane.get(key)
         if queue is None:
-            queue = self._back[key] = self._back_queue(key)
+            queue = lane[key] = self._back_queue(key, entry.refresh)
         queue.add(disk_key, entry, self.back_room)
         self._changed_hosts.add(key)
 
-    def back_pop(self, key: str) -> Entry | None:
-        queue = self._back.get(key)
+    def back_pop(self, key: str, refresh: bool = False) -> Entry | None:
+        lane, taken = self._lanes[refresh], self._taken_lanes[refresh]
+        queue = lane.get(key)
         if queue is None:
             return None
-        item = self._pop(queue, self.back_room, self._taken_by_key.get(key, 0))
+        item = self._pop(queue, self.back_room, taken.get(key, 0))
         if queue.count <= 0 and not queue.head:
-            del self._back[key]
+            del lane[key]
         if item is None:
             return None
         disk_key, entry = item
         self._taken[entry.id] = disk_key
-        self._taken_by_key[key] = self._taken_by_key.get(key, 0) + 1
+        taken[key] = taken.get(key, 0) + 1
         return entry
 
     def back_size(self, key: str) -> int:
-        queue = self._back.get(key)
-        return queue.count if queue is not None else 0
+        return sum(self.back_lanes(key))
+
+    def back_lanes(self, key: str) -> tuple[int, int]:
+        discovery, refresh = (lane.get(key) for lane in self._lanes)
+        return (discovery.count if discovery is not None else 0,
+                refresh.count if refresh is not None else 0)
 
     # -- leases -------------------------------------------------------------------------------
     def lease(self, entry: Entry) -> None:
@@ -336,12 +363,14 @@ class DiskStore(KeyState):
             if disk_key is None:
                 continue
             self._delete(disk_key)
-            key = disk_key[1:disk_key.index(b"\x00")].decode()
-            left = self._taken_by_key[key] - 1
+            end = disk_key.index(b"\x00")
+            key = disk_key[1:end].decode()
+            taken = self._taken_lanes[disk_key[end + 1:end + 2] == _REFRESH_LANE]
+            left = taken[key] - 1
             if left:
-                self._taken_by_key[key] = left
+                taken[key] = left
             else:
-                del self._taken_by_key[key]
+                del taken[key]
             self._changed_hosts.add(key)
 
     # -- host state (``host()``: KeyState) ----------------------------------------------------
@@ -349,7 +378,8 @@ class DiskStore(KeyState):
         self._changed_hosts.add(key)
 
     def pending(self) -> int:
-        return (sum(q.count for q in self._front) + sum(q.count for q in self._back.values())
+        return (sum(q.count for q in self._front)
+                + sum(q.count for lane in self._lanes for q in lane.values())
                 + self._delayed.count)
 
     # -- delayed entries ----------------------------------------------------------------------

@@ -50,6 +50,7 @@ def make_frontier(crawler: Crawler) -> FrontierBackend:
         max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
         max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
         on_stat=lambda name, value: stats.inc_value(name, value),
+        refresh_share=get("CRAWLER_EXT_RECRAWL_SHARE"),
     )
 
 
@@ -134,4 +135,5 @@ def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
         wait_for_seeds=get("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS"),
         on_stat=lambda key, value: stats.inc_value(key, value),
         host_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"),
-        pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"))
+        pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"),
+        refresh_share=get("CRAWLER_EXT_RECRAWL_SHARE"))

@@ -156,7 +156,7 @@ class Intake:
         key = self.keys.known(canonical_key(url))  # (a fetched page's host is resolved)
         request = Request(url, dont_filter=True, meta={REFRESH_META: history or True})
         band = self.scorer.band(self.scorer.score(key, 0, MEAN_IMPORTANCE), 0)
-        entry = Entry(key, band, self.requests.encode(request), fingerprint(url))
+        entry = Entry(key, band, self.requests.encode(request), fingerprint(url), refresh=True)
         self.frontier.add_delayed([entry], due)
         self._wake(due, self.clock())
 

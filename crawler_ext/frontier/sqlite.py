@@ -21,9 +21,12 @@ from crawler_ext.int64 import to_unsigned as _unsigned
 __all__ = ["SqliteStore"]
 
 
-def _row(e: Entry, due: float | None = None) -> tuple[int, str, int, int, bytes, int,
-                                                        float | None]:
-    return (e.id, e.key, e.band, _signed(e.fp), e.data, e.priority, due)
+_Row = tuple[int, str, int, int, bytes, int, float | None, int]
+
+
+def _row(e: Entry, due: float | None = None) -> _Row:
+    return (e.id, e.key, e.band, _signed(e.fp), e.data, e.priority, due, int(e.refresh))
+
 
 class SqliteStore(MemoryStore):
     durable = True
@@ -32,7 +35,7 @@ class SqliteStore(MemoryStore):
         super().__init__(bands)
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
-        self._inserts: list[tuple[int, str, int, int, bytes, int, float | None]] = []
+        self._inserts: list[_Row] = []
         self._ready: list[tuple[int, int]] = []  # delayed entries now ready: (new id, old id)
         self._bands: dict[int, int] = {}
         self._deletes: list[tuple[int]] = []
@@ -47,12 +50,15 @@ class SqliteStore(MemoryStore):
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
                    " band INTEGER NOT NULL, fp INTEGER NOT NULL, data BLOB NOT NULL,"
-                   " priority INTEGER NOT NULL DEFAULT 0, due REAL)")
+                   " priority INTEGER NOT NULL DEFAULT 0, due REAL,"
+                   " refresh INTEGER NOT NULL DEFAULT 0)")
         columns = {row[1] for row in db.execute("PRAGMA table_info(entries)")}
         if "priority" not in columns:  # a frontier written before priorities were kept
             db.execute("ALTER TABLE entries ADD COLUMN priority INTEGER NOT NULL DEFAULT 0")
         if "due" not in columns:  # ... or before delayed entries
             db.execute("ALTER TABLE entries ADD COLUMN due REAL")
+        if "refresh" not in columns:  # ... or before refreshes had a lane of their own
+            db.execute("ALTER TABLE entries ADD COLUMN refresh INTEGER NOT NULL DEFAULT 0")
         db.execute("CREATE TABLE IF NOT EXISTS admitted (fp INTEGER NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS hosts (key TEXT PRIMARY KEY, delay REAL, "
                    "backoff REAL, crawl_delay REAL, next_allowed REAL, floor REAL)")
@@ -65,9 +71,11 @@ class SqliteStore(MemoryStore):
                 "SELECT key, delay, backoff, crawl_delay, next_allowed, floor FROM hosts"):
             self._hosts[key] = HostState(delay, backoff, crawl_delay, next_allowed, floor)
         entries, delayed = [], []
-        for entry_id, key, band, fp, data, priority, due in self._db.execute(
-                "SELECT id, key, band, fp, data, priority, due FROM entries ORDER BY id"):
-            entry = Entry(key, min(band, self.bands - 1), data, _unsigned(fp), entry_id, priority)
+        for entry_id, key, band, fp, data, priority, due, refresh in self._db.execute(
+                "SELECT id, key, band, fp, data, priority, due, refresh FROM entries "
+                "ORDER BY id"):
+            entry = Entry(key, min(band, self.bands - 1), data, _unsigned(fp), entry_id, priority,
+                          bool(refresh))
             if due is None:
                 entries.append(entry)
             else:
@@ -102,7 +110,7 @@ class SqliteStore(MemoryStore):
             db.executemany("INSERT INTO admitted (fp) VALUES (?)", self._admitted)
         if self._inserts:
             db.executemany("INSERT OR REPLACE INTO entries (id, key, band, fp, data, priority, "
-                           "due) VALUES (?, ?, ?, ?, ?, ?, ?)", self._inserts)
+                           "due, refresh) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self._inserts)
         if self._ready:
             db.executemany("UPDATE entries SET id = ?, due = NULL WHERE id = ?", self._ready)
         if self._bands:

@@ -4,8 +4,9 @@ The frontier logic (``core.Frontier``) is written once against :class:`FrontierS
 backends hold data only.  A backend keeps:
 
 * front queues: one FIFO per priority band (0 = highest);
-* back queues: one per politeness key, ordered by (``Request.priority`` descending, band,
-  arrival): within a key the user's priorities decide, across keys the bands;
+* back queues: per politeness key two lanes, discovery and refresh (a recrawl's revisits),
+  each ordered by (``Request.priority`` descending, band, arrival): within a lane the user's
+  priorities decide, between the lanes the frontier's refresh share, across keys the bands;
 * the ready heap: (next allowed time, key) for keys that may be scheduled;
 * leases: entries handed to the downloader and not yet completed;
 * host state: learned per-key politeness (delay, backoff, Crawl-delay);
@@ -38,6 +39,7 @@ class Entry:
     fp: int = 0
     id: int = 0  # assigned by the store on push
     priority: int = 0  # Request.priority: orders the entries of one key (higher first)
+    refresh: bool = False  # a recrawl's revisit: it waits in its key's refresh lane
 
 
 @dataclass(slots=True)
@@ -70,9 +72,14 @@ class FrontierStore(Protocol):
     def front_sizes(self) -> list[int]: ...
     def front_promote(self, entry: Entry, band: int) -> None: ...
 
-    def back_push(self, entry: Entry) -> None: ...
-    def back_pop(self, key: str) -> Entry | None: ...
-    def back_size(self, key: str) -> int: ...
+    def back_push(self, entry: Entry) -> None:
+        """Into the key's refresh lane if ``entry.refresh``, else its discovery lane."""
+    def back_pop(self, key: str, refresh: bool = False) -> Entry | None:
+        """The best entry of one lane of the key's back queue."""
+    def back_size(self, key: str) -> int:
+        """Entries in the key's back queue, both lanes."""
+    def back_lanes(self, key: str) -> tuple[int, int]:
+        """Entries in the key's discovery lane and in its refresh lane."""
 
     def heap_push(self, key: str, when: float) -> None: ...
     def heap_peek(self) -> tuple[float, str] | None: ...
@@ -134,7 +141,8 @@ class MemoryStore(KeyState):
         self._front: list[deque[Entry]] = [deque() for _ in range(bands)]
         self._front_len = [0] * bands
         self._stale: set[tuple[int, int]] = set()  # (entry id, band) copies left by promotion
-        self._back: dict[str, list[tuple[int, int, int, Entry]]] = {}
+        # the back queues' lanes: discovery, refresh
+        self._lanes: tuple[dict[str, list[tuple[int, int, int, Entry]]], ...] = ({}, {})
         self._back_total = 0
         KeyState.__init__(self)
         self._leased: dict[int, Entry] = {}
@@ -154,7 +162,7 @@ class MemoryStore(KeyState):
         return 0
 
     def back_keys(self) -> list[str]:
-        return list(self._back)
+        return list(self._lanes[0].keys() | self._lanes[1].keys())
 
     def admitted_since(self, mark: int) -> tuple[list[int], int]:
         """Fingerprints admitted after journal position ``mark`` (none: nothing is journalled)."""
@@ -198,22 +206,26 @@ class MemoryStore(KeyState):
     # back queues
     def back_push(self, entry: Entry) -> None:
         self._assign_id(entry)
-        queue = self._back.setdefault(entry.key, [])
+        queue = self._lanes[entry.refresh].setdefault(entry.key, [])
         heapq.heappush(queue, (-entry.priority, entry.band, entry.id, entry))
         self._back_total += 1
 
-    def back_pop(self, key: str) -> Entry | None:
-        queue = self._back.get(key)
+    def back_pop(self, key: str, refresh: bool = False) -> Entry | None:
+        lane = self._lanes[refresh]
+        queue = lane.get(key)
         if not queue:
             return None
         entry = heapq.heappop(queue)[3]
         if not queue:
-            del self._back[key]
+            del lane[key]
         self._back_total -= 1
         return entry
 
     def back_size(self, key: str) -> int:
-        return len(self._back.get(key, ()))
+        return len(self._lanes[0].get(key, ())) + len(self._lanes[1].get(key, ()))
+
+    def back_lanes(self, key: str) -> tuple[int, int]:
+        return len(self._lanes[0].get(key, ())), len(self._lanes[1].get(key, ()))
 
     # leases
     def lease(self, entry: Entry) -> None:
