@@ -78,8 +78,8 @@ def test_what_opic_remembers_is_bounded() -> None:
     assert list(opic._links) == [A1, A2]  # pages in process: the oldest forgotten
 
 
-def _scheduler() -> FrontierScheduler:
-    frontier = Frontier(MemoryStore(16), PolitenessPolicy(min_delay=0, max_delay=0),
+def _scheduler(store: object = None) -> FrontierScheduler:
+    frontier = Frontier(store or MemoryStore(16), PolitenessPolicy(min_delay=0, max_delay=0),
                         [2.0 ** (15 - b) for b in range(16)])
     sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=1000), Scorer(16))
     sched.spider = Spider("t")
@@ -90,11 +90,23 @@ def _link(url: str, page: str) -> Request:
     return Request(url, headers={"Referer": page}, meta={"depth": 1})
 
 
-def test_a_url_linked_by_more_important_pages_goes_out_first() -> None:
+@pytest.mark.parametrize("store, routed", [("memory", False), ("memory", True),
+                                           ("disk", True)])
+def test_a_url_linked_by_more_important_pages_goes_out_first(store: str, routed: bool,
+                                                             tmp_path) -> None:
     """Two start pages; a.test/t is linked from both (once from another host), a.test/x and
     a.test/y from one: once both pages are processed, t has earned a better band and leaves
-    first, though it was queued last."""
-    sched = _scheduler()
+    first, though it was queued last -- whether it still waited in a front queue or had been
+    routed to its host's back queue already (``routed``: fewer hosts than the active bound)."""
+    if store == "disk":
+        from crawler_ext.frontier.disk import DiskStore
+        from crawler_ext.frontier.kv import make_engine
+
+        disk = DiskStore(tmp_path / "f", 16, make_engine("rocksdb"), back_room=1)
+        disk.open()
+        sched = _scheduler(disk)
+    else:
+        sched = _scheduler()
     for seed in ("http://a.test/", "http://b.test/"):
         assert sched.enqueue_request(Request(seed))
     pages = [sched.next_request(), sched.next_request()]
@@ -102,6 +114,9 @@ def test_a_url_linked_by_more_important_pages_goes_out_first() -> None:
         assert sched.enqueue_request(_link(url, "http://a.test/"))
     assert not sched.enqueue_request(_link("http://a.test/t", "http://b.test/"))  # seen
     assert sched.enqueue_request(_link("http://b.test/z", "http://b.test/"))
+    if routed:  # both hosts busy: the links move to their back queues, nothing goes out
+        assert sched.next_request() is None
+        assert sched.frontier.store.back_size("a.test") == 3
     for request in pages:
         sched.inflight.left(request)  # downloaded; no engine: the responses are processed
     sched.durability.reap()

@@ -97,9 +97,9 @@ class Frontier:
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
         self._in_heap: set[str] = set()
-        # the latest entries still in front queues, for promotion (bounded: the oldest are
-        # not tracked any more)
-        self._front_by_fp: OrderedDict[int, Entry] = OrderedDict()
+        # the latest entries still queued, for promotion: fp -> (entry, in a back queue)
+        # (bounded: the oldest are not tracked any more)
+        self._queued_by_fp: OrderedDict[int, tuple[Entry, bool]] = OrderedDict()
         self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
 
@@ -145,19 +145,25 @@ class Frontier:
         self._track(entries)
 
     def _track(self, entries: list[Entry]) -> None:
-        tracked = self._front_by_fp
+        tracked = self._queued_by_fp
         for entry in entries:
             if entry.fp:
-                tracked[entry.fp] = entry
+                tracked[entry.fp] = (entry, False)
         while len(tracked) > self.max_tracked:
             tracked.popitem(last=False)
 
     def promote(self, fp: int, band: int) -> bool:
-        """Move a still-queued URL to a better band (its importance grew)."""
-        entry = self._front_by_fp.get(fp)
-        if entry is None or band >= entry.band:
+        """Move a still-queued URL to a better band (its importance grew): in its front
+        queue, or within its key's back queue (where the band ranks it after its priority)."""
+        record = self._queued_by_fp.get(fp)
+        if record is None or band >= record[0].band:
             return False
-        self.store.front_promote(entry, band)
+        entry, in_back = record
+        if in_back:
+            if not self.store.back_promote(entry, band):
+                return False
+        else:
+            self.store.front_promote(entry, band)
         self._stat("frontier/promoted", 1)
         return True
 
@@ -185,8 +191,8 @@ class Frontier:
             if entry is None:
                 return
             moved += 1
-            if entry.fp:
-                self._front_by_fp.pop(entry.fp, None)
+            if entry.fp and entry.fp in self._queued_by_fp:
+                self._queued_by_fp[entry.fp] = (entry, True)
             self.store.back_push(entry)
             self._active.add(entry.key)
             self._schedule(entry.key, now)
@@ -218,6 +224,8 @@ class Frontier:
             if entry is None:
                 self._deactivate(key)
                 continue
+            if entry.fp:
+                self._queued_by_fp.pop(entry.fp, None)
             verdict = gate(entry, now) if gate is not None else entry
             if verdict == DROP:
                 self.store.complete([entry.id])

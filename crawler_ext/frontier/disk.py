@@ -353,6 +353,28 @@ class DiskStore(KeyState):
         return (discovery.count if discovery is not None else 0,
                 refresh.count if refresh is not None else 0)
 
+    def back_promote(self, entry: Entry, band: int) -> bool:
+        """Its record moves to the better band's place in its key's range (in the head, if
+        it sorts there); the head is searched only, so any queue length will do."""
+        queue = self._lanes[entry.refresh].get(entry.key)
+        if queue is None:
+            return False
+        old = _back_key(entry)
+        for i, (disk_key, _) in enumerate(queue.head):
+            if disk_key == old:
+                del queue.head[i]
+                break
+        else:
+            if old <= queue.cursor:  # not queued here any more
+                return False
+        self._delete(old)
+        queue.count -= 1
+        entry.band = band
+        disk_key = _back_key(entry)
+        self._put(disk_key, _value(entry))
+        queue.add(disk_key, entry, self.back_room)
+        return True
+
     # -- leases -------------------------------------------------------------------------------
     def lease(self, entry: Entry) -> None:
         pass  # a record handed out by back_pop is kept until complete()

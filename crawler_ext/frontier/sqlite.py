@@ -165,6 +165,12 @@ class SqliteStore(MemoryStore):
         super().front_promote(entry, band)
         self._bands[entry.id] = band
 
+    def back_promote(self, entry: Entry, band: int) -> bool:
+        if not super().back_promote(entry, band):
+            return False
+        self._bands[entry.id] = band
+        return True
+
     def complete(self, entry_ids: list[int]) -> None:
         super().complete(entry_ids)
         self._deletes.extend((i,) for i in entry_ids)

@@ -26,7 +26,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Entry", "HostState", "FrontierStore", "MemoryStore", "KeyState"]
+__all__ = ["BACK_PROMOTE_MAX", "Entry", "HostState", "FrontierStore", "MemoryStore", "KeyState"]
+
+#: a promotion within a back queue is done in queues up to this long (as in Redis)
+BACK_PROMOTE_MAX = 512
 
 
 @dataclass(slots=True)
@@ -80,6 +83,9 @@ class FrontierStore(Protocol):
         """Entries in the key's back queue, both lanes."""
     def back_lanes(self, key: str) -> tuple[int, int]:
         """Entries in the key's discovery lane and in its refresh lane."""
+    def back_promote(self, entry: Entry, band: int) -> bool:
+        """Rank a queued entry of a back queue by a better band; False if its queue is
+        longer than :data:`BACK_PROMOTE_MAX` (not looked for)."""
 
     def heap_push(self, key: str, when: float) -> None: ...
     def heap_peek(self) -> tuple[float, str] | None: ...
@@ -226,6 +232,18 @@ class MemoryStore(KeyState):
 
     def back_lanes(self, key: str) -> tuple[int, int]:
         return len(self._lanes[0].get(key, ())), len(self._lanes[1].get(key, ()))
+
+    def back_promote(self, entry: Entry, band: int) -> bool:
+        queue = self._lanes[entry.refresh].get(entry.key)
+        if not queue or len(queue) > BACK_PROMOTE_MAX:
+            return False
+        for i, item in enumerate(queue):
+            if item[3] is entry:
+                entry.band = band
+                queue[i] = (item[0], band, item[2], entry)
+                heapq.heapify(queue)
+                return True
+        return False
 
     # leases
     def lease(self, entry: Entry) -> None:
