@@ -25,8 +25,8 @@ def test_duplicates_differing_in_one_parameter_teach_a_rule(tmp_path: Path) -> N
     rules = tmp_path / "learned_rules.json"
     sched = make_scheduler(rules)
     for i in range(3):
-        sched._on_duplicate(f"http://e.com/p/{i}?sid={i}1&x=1", f"http://e.com/p/{i}?x=1",
-                            "exact")
+        sched.learning.content_duplicate(f"http://e.com/p/{i}?sid={i}1&x=1",
+                                         f"http://e.com/p/{i}?x=1", kind="exact")
     assert sched.admission.learned == {"e.com": {"sid"}}
     assert json.loads(rules.read_text()) == {"e.com": ["sid"]}
     assert sched.enqueue_request(Request("http://e.com/q?sid=77&x=2"))
@@ -41,7 +41,8 @@ def test_duplicate_prone_pattern_is_queued_lower() -> None:
     assert sched.enqueue_request(Request("http://e.com/print/1.html"))
     assert sched.frontier.band_sizes() == [0, 1, 0]  # depth 0, unknown host: band 1
     for i in range(3):
-        sched._on_duplicate(f"http://e.com/print/{i}.html", f"http://e.com/p/{i}.html", "near")
+        sched.learning.content_duplicate(f"http://e.com/print/{i}.html",
+                                         f"http://e.com/p/{i}.html", kind="near")
     assert sched.enqueue_request(Request("http://e.com/print/9.html"))
     assert sched.frontier.band_sizes() == [0, 1, 1]  # the same pattern, one band lower
     assert sched.enqueue_request(Request("http://e.com/other/9.html"))

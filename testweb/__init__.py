@@ -25,10 +25,11 @@ class TestWebServer(ServerProcess):
     def __init__(self, hosts: int = 50, pages: int = 10, seed: int = 1, hazards: bool = True,
                  latency: float | None = None, workdir: str | Path | None = None,
                  dns_ttl: int | None = None, robots_change: bool = False,
-                 change_period: float | None = None) -> None:
+                 change_period: float | None = None, change_classes: str | None = None) -> None:
         self.hosts, self.pages, self.seed, self.hazards, self.latency = hosts, pages, seed, hazards, latency
         self.robots_change = robots_change
         self.change_period = change_period
+        self.change_classes = change_classes  # "never,1,4,16" (the default)
         self.dns_ttl = dns_ttl  # set: also serve the names over DNS (dns_port, dns_log())
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="testweb-"))
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -51,6 +52,8 @@ class TestWebServer(ServerProcess):
             cmd.append("--robots-change")
         if self.change_period is not None:
             cmd += ["--change-period", str(self.change_period)]
+        if self.change_classes is not None:
+            cmd += ["--change-classes", self.change_classes]
         if self.dns_ttl is not None:
             cmd += ["--dns-port", "0", "--dns-ttl", str(self.dns_ttl),
                     "--dns-log", str(self.dns_log_path)]

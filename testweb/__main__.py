@@ -10,7 +10,7 @@ import sys
 from twisted.internet import reactor
 
 from testweb.dns import listen_dns
-from testweb.model import TestWeb
+from testweb.model import DEFAULT_CHANGE_CLASSES, TestWeb, parse_change_classes
 from testweb.server import listen
 
 
@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--change-period", type=float, default=None,
                         help="a changing web: page n changes every PERIOD x 4^(n%%4-1) s "
                              "(never if n%%4 == 0), with ETag, Last-Modified and 304s")
+    parser.add_argument("--change-classes", default=None, metavar="F,F,...",
+                        help="with --change-period: page n changes every PERIOD x the n%%k-th of "
+                             "these k factors ('never': it does not); default never,1,4,16")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--address", default="127.0.0.1")
     parser.add_argument("--log", help="request log file (JSON lines)")
@@ -39,8 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dns-log", help="DNS query log file (JSON lines)")
     args = parser.parse_args(argv)
     try:
+        classes = parse_change_classes(args.change_classes) if args.change_classes else \
+            DEFAULT_CHANGE_CLASSES
         web = TestWeb(args.seed, args.hosts, args.pages, not args.no_hazards, latency=args.latency,
-                      robots_change=args.robots_change, change_period=args.change_period)
+                      robots_change=args.robots_change, change_period=args.change_period,
+                      change_classes=classes)
         log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
         port = listen(web, args.port, args.address, log)
         dns_port = None

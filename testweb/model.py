@@ -37,6 +37,25 @@ IGNORED_PARAMS = frozenset({"utm_source", "utm_medium", "utm_campaign", "fbclid"
 AGENT = "crawler_ext"
 BIG_PAGE_BYTES = 10 * 1024 * 1024 + 512 * 1024
 CHANGE_PERIOD = 60.0
+#: a changing web's page classes (``--change-classes``): page n changes every change period x
+#: the factor of class n % len, never where it is None
+DEFAULT_CHANGE_CLASSES: tuple[float | None, ...] = (None, 1.0, 4.0, 16.0)
+
+
+def parse_change_classes(text: str) -> tuple[float | None, ...]:
+    """``never,1,4,16`` -> (None, 1.0, 4.0, 16.0)."""
+    out: list[float | None] = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if part in ("never", "none", "-"):
+            out.append(None)
+            continue
+        value = float(part)
+        if value <= 0:
+            raise ValueError(f"a change class is a positive factor or 'never', got {part!r}")
+        out.append(value)
+    return tuple(out)
+
 
 _SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qui", "dor", "fen",
               "gal", "hab", "jun", "ster", "wex", "yol", "bri", "cla", "dro", "fle", "gri"]
@@ -82,6 +101,7 @@ class TestWeb:
         self, seed: int = 1, hosts: int = 1000, pages: int = 20, hazards: bool = True,
         domain: str = "web.test", latency: float | None = None, robots_change: bool = False,
         change_period: float | None = None,
+        change_classes: tuple[float | None, ...] = DEFAULT_CHANGE_CLASSES,
     ) -> None:
         if hosts < 1 or pages < 2:
             raise ValueError("the test web needs at least 1 host and 2 pages per host")
@@ -90,9 +110,14 @@ class TestWeb:
         # robots_change: a changing host's robots.txt disallows /p/ once it was fetched once
         self.robots_change = robots_change
         # change_period: every page changes on a known schedule (a changing web, for
-        # recrawling): page n never changes if n % 4 == 0, else every change_period x 4^(n%4 - 1)
-        # seconds; pages answer with ETag and Last-Modified, and 304 to a conditional GET
+        # recrawling): page n changes every change_period x change_classes[n % len] seconds,
+        # never where that class is None (by default: never if n % 4 == 0, else every
+        # change_period x 4^(n%4 - 1)); pages answer with ETag and Last-Modified, and 304 to a
+        # conditional GET
         self.change_period = change_period
+        if not change_classes:
+            raise ValueError("change_classes: at least one class")
+        self.change_classes = tuple(change_classes)
         self.vocab = _vocabulary(seed)
         self.hosts = [self._make_host(i, latency) for i in range(hosts)]
         self._by_name = {h.name: h for h in self.hosts}
@@ -182,9 +207,10 @@ class TestWeb:
 
     def page_period(self, n: int) -> float | None:
         """Seconds between changes of page ``n`` in a changing web (None: never changes)."""
-        if self.change_period is None or n % 4 == 0:
+        factor = self.change_classes[n % len(self.change_classes)]
+        if self.change_period is None or factor is None:
             return None
-        return self.change_period * 4 ** (n % 4 - 1)
+        return self.change_period * factor
 
     def page_version(self, spec: HostSpec, n: int, now: float) -> int:
         period = self.page_period(n)

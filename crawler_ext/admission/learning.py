@@ -40,6 +40,15 @@ class RuleLearning:
         self._dup_patterns: Counter[tuple[str, str]] = Counter()
         self.shared: Any = None  # the distributed crawl's rule log (publish(bytes))
 
+    def content_duplicate(self, url: str, original: str, **_: Any) -> None:
+        """The ``content_duplicate`` signal (the dedup middleware's): learn from it."""
+        self.duplicate(url, original)
+
+    def content_checked(self, url: str, kind: str, basis: str, **_: Any) -> None:
+        """The ``content_checked`` signal: evidence for the trap rules (empty and duplicate
+        pages of a URL pattern)."""
+        self.admission.note_content(url, trap_like=kind != "unique" or basis == "body")
+
     def duplicate(self, url: str, original: str) -> None:
         """``url``'s content duplicates ``original``'s."""
         host = host_of(url)

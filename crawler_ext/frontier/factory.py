@@ -1,5 +1,6 @@
 """Building the frontier from Scrapy settings: the politeness policy, the backend (memory,
-disk, sqlite or Redis) and the robots.txt cache.  The scheduler's ``from_crawler`` calls these;
+disk, sqlite or Redis), the robots.txt cache and the scheduler's other parts
+(:func:`scheduler_parts`).  The scheduler's ``from_crawler`` calls these;
 ``scrapy crawl`` calls :func:`make_store` first, so a bad combination stops it with one line."""
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from crawler_ext.hosts.robots import RobotsCache
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["make_frontier", "make_redis_frontier", "make_robots", "make_store"]
+__all__ = ["make_frontier", "make_redis_frontier", "make_robots", "make_store",
+           "scheduler_parts"]
 
 logger = logging.getLogger("crawler_ext.frontier.scheduler")
 
 
 def make_frontier(crawler: Crawler) -> FrontierBackend:
-    get = lambda name: config.get(crawler.settings, name)  # noqa: E731
+    get = lambda name: config.get(crawler.settings, name)
     weights = config.band_weights(crawler.settings)
     policy = PolitenessPolicy(
         min_delay=get("CRAWLER_EXT_POLITENESS_MIN_DELAY"),
@@ -54,11 +56,44 @@ def make_frontier(crawler: Crawler) -> FrontierBackend:
     )
 
 
+def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
+    """``FrontierScheduler``'s arguments from the crawler's settings."""
+    from scrapy.utils.misc import build_from_crawler, load_object
+
+    from crawler_ext.admission import Admission, AdmissionRules
+    from crawler_ext.frontier.scoring import Scorer, load_host_ranks
+    from crawler_ext.hosts.blocklist import Blocklist
+    from crawler_ext.hosts.netguard import NetworkGuard
+
+    s, stats = crawler.settings, crawler.stats
+    get = lambda name: config.get(s, name)
+    rank_file = get("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE")
+    return {
+        "frontier": make_frontier(crawler),
+        "dupefilter": build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler),
+        "scorer": Scorer(get("CRAWLER_EXT_FRONTIER_BANDS"),
+                         load_host_ranks(rank_file) if rank_file else None),
+        "admission": Admission(AdmissionRules.from_settings(s),
+                               on_reject=lambda reason: stats.inc_value(
+                                   f"admission/rejected/{reason}"),
+                               guard=NetworkGuard.from_settings(s)),
+        "stats": stats, "crawler": crawler,
+        "flush_interval": get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
+        "log_interval": get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
+        "snapshot_interval": get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"),
+        "rules_path": Path(job_dir(s)) / "learned_rules.json" if job_dir(s) else None,
+        "learn_min_evidence": get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"),
+        "robots": make_robots(s),
+        "blocklist": Blocklist(get("CRAWLER_EXT_BLOCKLIST")),
+        "key_by_ip": get("CRAWLER_EXT_POLITENESS_KEY") == "ip",
+        "dns_prefetch": get("CRAWLER_EXT_DNS_PREFETCH")}
+
+
 def make_robots(settings: Any) -> RobotsCache | None:
     """The robots.txt cache, or None when robots.txt is not obeyed."""
     if not settings.getbool("ROBOTSTXT_OBEY"):
         return None
-    get = lambda name: config.get(settings, name)  # noqa: E731
+    get = lambda name: config.get(settings, name)
     return RobotsCache(agent=get("CRAWLER_EXT_ROBOTS_AGENT")
                        or _product_token(settings.get("USER_AGENT")),
                        ttl=get("CRAWLER_EXT_ROBOTS_TTL"),
@@ -119,7 +154,7 @@ def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
     from scrapy_redis.defaults import START_URLS_KEY, STATS_KEY
 
     s = crawler.settings
-    get = lambda name: config.get(s, name)  # noqa: E731
+    get = lambda name: config.get(s, name)
     name = crawler.spidercls.name
     redis = redis_from_settings(s)
     prefix = crawl_prefix(s, name)

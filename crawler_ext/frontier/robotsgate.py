@@ -49,6 +49,11 @@ class RobotsGate:
         self._tokens = 0
         self._failure_logged = False
 
+    def allows(self, url: str) -> bool:
+        """Whether robots.txt, as cached now, lets ``url`` be fetched (an origin whose
+        robots.txt is not known yet: no).  The rendering pool asks it."""
+        return self.cache.decide(url, time.time())[0] is Decision.FETCH
+
     # -- a URL's turn ----------------------------------------------------------------------
     def check(self, entry: Entry, url: str, now: float) -> Entry | float | str:
         """The entry itself, robots.txt to fetch first, a time to wait until, or DROP."""

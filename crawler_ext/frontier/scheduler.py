@@ -21,19 +21,17 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import call_later, create_looping_call
-from scrapy.utils.job import job_dir
-from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.reactor import is_reactor_installed
 
 from crawler_ext import config
-from crawler_ext.admission import Admission, AdmissionRules, RuleLearning
+from crawler_ext.admission import Admission, RuleLearning
 from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.frontier.checks import check_settings
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.dispatch import Dispatcher
 from crawler_ext.frontier.durability import STORAGE_ERRORS, Durability
 from crawler_ext.frontier.engine import EngineHandle
-from crawler_ext.frontier.factory import make_frontier, make_robots
+from crawler_ext.frontier.factory import scheduler_parts
 from crawler_ext.frontier.hooks import SharedHooks
 from crawler_ext.frontier.inflight import InFlight
 from crawler_ext.frontier.intake import Intake
@@ -42,11 +40,11 @@ from crawler_ext.frontier.lag import LagProbe, ServerLatency
 from crawler_ext.frontier.progress import Progress
 from crawler_ext.frontier.requests import StoredRequests
 from crawler_ext.frontier.robotsgate import RobotsGate
-from crawler_ext.frontier.scoring import Scorer, load_host_ranks
+from crawler_ext.frontier.scoring import Scorer
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.hosts.dns import install_resolver
-from crawler_ext.hosts.netguard import NetworkGuard, use_bundled_public_suffix_list
-from crawler_ext.hosts.robots import Decision, RobotsCache
+from crawler_ext.hosts.netguard import use_bundled_public_suffix_list
+from crawler_ext.hosts.robots import RobotsCache
 from crawler_ext.seen import SeenSet, as_seen_set
 from crawler_ext.signals import (
     content_checked,
@@ -67,6 +65,10 @@ if TYPE_CHECKING:
 __all__ = ["FrontierScheduler", "politeness_key"]
 
 logger = logging.getLogger(__name__)
+
+
+def _anything(url: str) -> bool:
+    return True  # robots.txt not obeyed
 
 
 class FrontierScheduler(BaseScheduler):
@@ -145,30 +147,9 @@ class FrontierScheduler(BaseScheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        s = crawler.settings
-        config.validate_all(s)  # also when not started by `scrapy crawl`
+        config.validate_all(crawler.settings)  # also when not started by `scrapy crawl`
         use_bundled_public_suffix_list()
-        get = lambda name: config.get(s, name)  # noqa: E731
-        bands = get("CRAWLER_EXT_FRONTIER_BANDS")
-        stats = crawler.stats
-        frontier = make_frontier(crawler)
-        rank_file = get("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE")
-        scorer = Scorer(bands, load_host_ranks(rank_file) if rank_file else None)
-        dupefilter = build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler)
-        admission = Admission(AdmissionRules.from_settings(s),
-                              on_reject=lambda reason: stats.inc_value(
-                                  f"admission/rejected/{reason}"),
-                              guard=NetworkGuard.from_settings(s))
-        return cls(frontier, dupefilter, scorer, admission, stats, crawler,
-                   flush_interval=get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
-                   log_interval=get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
-                   snapshot_interval=get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"),
-                   rules_path=Path(job_dir(s)) / "learned_rules.json" if job_dir(s) else None,
-                   learn_min_evidence=get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"),
-                   robots=make_robots(s),
-                   blocklist=Blocklist(get("CRAWLER_EXT_BLOCKLIST")),
-                   key_by_ip=get("CRAWLER_EXT_POLITENESS_KEY") == "ip",
-                   dns_prefetch=get("CRAWLER_EXT_DNS_PREFETCH"))
+        return cls(**scheduler_parts(crawler))
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, spider: Spider) -> Any:
@@ -187,20 +168,13 @@ class FrontierScheduler(BaseScheduler):
             self._inc("frontier/recovered", recovered)
         self.learning.load()
         if is_reactor_installed():  # (not in Scrapy's reactorless mode)
-            from twisted.internet import reactor
-
-            if self.crawler is not None:
-                install_resolver(self.crawler)  # the add-on's resolver, if it set one
-
-            resolver = getattr(reactor, "resolver", None)
-            if hasattr(resolver, "attach_stats"):  # the caching DNS resolver counts dns/...
-                resolver.attach_stats(self.stats)
+            install_resolver(self.crawler, self.stats)  # the add-on's resolver, if it set one
         if self.crawler is not None:
             check_settings(self.crawler.settings, self.robots is not None,
                            self.frontier.max_in_flight)
             sig = self.crawler.signals
-            sig.connect(self._on_duplicate, signal=content_duplicate)
-            sig.connect(self._on_checked, signal=content_checked)
+            sig.connect(self.learning.content_duplicate, signal=content_duplicate)
+            sig.connect(self.learning.content_checked, signal=content_checked)
             sig.connect(self.durability.storage_failed, signal=storage_failed)
             sig.connect(self.inflight.downloaded, signal=signals.response_downloaded)
             sig.connect(self.inflight.left, signal=signals.request_left_downloader)
@@ -209,7 +183,8 @@ class FrontierScheduler(BaseScheduler):
             sig.send_catch_log(frontier_opened, progress=self.figures.now,
                                refuse_known=self.refuse_known,
                                schedule_refresh=self.schedule_refresh,
-                               lease_key=self.inflight.key_of, robots_allows=self.robots_allows,
+                               lease_key=self.inflight.key_of,
+                               robots_allows=self.robots.allows if self.robots else _anything,
                                page_done=self.page_done)
         self._start_loop(self.durability.flush, self.flush_interval)
         self.lag.start(call_later)
@@ -292,25 +267,10 @@ class FrontierScheduler(BaseScheduler):
             self.engine.wake_at(self.frontier.next_ready_time(), now)
         return request
 
-    def robots_allows(self, url: str) -> bool:
-        """Whether robots.txt, as cached now, lets ``url`` be fetched (an origin whose
-        robots.txt is not known yet: no)."""
-        return self.robots is None or self.robots.cache.decide(url, time.time())[0] is \
-            Decision.FETCH
-
     def _released(self, **release: Any) -> None:
         """A key was released (its request left the downloader): the crawl report hears it."""
         if self.crawler is not None:
             self.crawler.signals.send_catch_log(host_released, **release)
-
-    # -- feedback from content dedup ------------------------------------------------------
-    def _on_checked(self, url: str, kind: str, basis: str, **_: Any) -> None:
-        """Evidence for the trap rules: empty and duplicate pages of a URL pattern."""
-        self.admission.note_content(url, trap_like=kind != "unique" or basis == "body")
-
-    def _on_duplicate(self, url: str, original: str, kind: str, distance: int = 0,
-                      **_: Any) -> None:
-        self.learning.duplicate(url, original)
 
     # -- waking the engine -----------------------------------------------------------------
     def _rearm(self) -> None:

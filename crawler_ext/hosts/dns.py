@@ -265,21 +265,26 @@ def _address(record: dns.RRHeader) -> str:
     return ipaddress.IPv6Address(payload.address).compressed
 
 
-def install_resolver(crawler: Any) -> bool:
+def install_resolver(crawler: Any, stats: Any = None) -> bool:
     """Install the crawler's ``TWISTED_DNS_RESOLVER`` when an add-on set it: Scrapy installs
     the resolver of the *process* settings before add-ons run, so the add-on's choice would
     otherwise be ignored (and with it the SSRF checks of DNS answers and CRAWLER_EXT_HOSTS).
+    ``stats``: the caching resolver, whoever installed it, counts ``dns/...`` in them.
     Whether it installed one."""
     from scrapy.settings import SETTINGS_PRIORITIES
     from scrapy.utils.misc import build_from_crawler, load_object
     from twisted.internet import reactor
 
-    settings = crawler.settings
-    if settings.getpriority("TWISTED_DNS_RESOLVER") != SETTINGS_PRIORITIES["addon"]:
-        return False
-    wanted = load_object(settings["TWISTED_DNS_RESOLVER"])
-    if isinstance(getattr(reactor, "resolver", None), wanted):
-        return False
-    build_from_crawler(wanted, crawler, reactor=reactor).install_on_reactor()
-    logger.info("DNS: %s installed (set by an add-on)", settings["TWISTED_DNS_RESOLVER"])
-    return True
+    installed = False
+    settings = crawler.settings if crawler is not None else None
+    if settings is not None and \
+            settings.getpriority("TWISTED_DNS_RESOLVER") == SETTINGS_PRIORITIES["addon"]:
+        wanted = load_object(settings["TWISTED_DNS_RESOLVER"])
+        if not isinstance(getattr(reactor, "resolver", None), wanted):
+            build_from_crawler(wanted, crawler, reactor=reactor).install_on_reactor()
+            logger.info("DNS: %s installed (set by an add-on)", settings["TWISTED_DNS_RESOLVER"])
+            installed = True
+    resolver = getattr(reactor, "resolver", None)
+    if stats is not None and hasattr(resolver, "attach_stats"):
+        resolver.attach_stats(stats)
+    return installed
