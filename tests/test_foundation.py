@@ -61,6 +61,22 @@ def test_test_web_is_deterministic_and_exports_ground_truth() -> None:
     assert truth["change_periods"]
 
 
+def test_a_changing_webs_page_classes_change_on_their_periods() -> None:
+    from testweb.model import parse_change_classes
+
+    web = TestWeb(hosts=1, pages=8, hazards=False, change_period=2.0,
+                  change_classes=parse_change_classes("never,1,never,4"))
+    assert [web.page_period(n) for n in range(4)] == [None, 2.0, None, 8.0]
+    body = lambda t: web.respond("h0000.web.test", "/p/1.html", 80, t).body  # noqa: E731
+    assert body(0.5) == body(1.5) != body(2.5)  # every 2 s
+    static = lambda t: web.respond("h0000.web.test", "/p/2.html", 80, t).body  # noqa: E731
+    assert static(0.5) == static(100.0)
+    truth = web.ground_truth(port=80)["change_periods"]
+    assert sorted(set(truth.values()), key=str) == sorted({None, 2.0, 8.0}, key=str)
+    with pytest.raises(ValueError):
+        parse_change_classes("never,0")
+
+
 def test_ip_literal_seeds_and_allowed_domains(testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=5, pages=5, hazards=False)
     result = run_crawl("-a", f"seeds=http://127.0.0.1:{web.port}/", "-a", "allowed_domains=127.0.0.1",
