@@ -1132,7 +1132,10 @@ def _recrawl_mix(quick: bool, mix: str, classes: tuple) -> None:
             stats = crawl(web, {"ROBOTSTXT_OBEY": False, "CRAWLER_EXT_RECRAWL_ENABLED": True,
                                 "CRAWLER_EXT_RECRAWL_MIN_INTERVAL": 0.5,
                                 "CRAWLER_EXT_RECRAWL_MAX_INTERVAL": 60,
-                                "CRAWLER_EXT_RECRAWL_SHARE": 1.0,
+                                # the default share (0.5): refreshes take every turn
+                                # of a host once none of its new URLs waits
+                                "CRAWLER_EXT_RECRAWL_SHARE": float(
+                                    os.environ.get("RECRAWL_SHARE", 0.5)),
                                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": delay,
                                 "CRAWLER_EXT_POLITENESS_MAX_DELAY": delay,
                                 "CLOSESPIDER_TIMEOUT": duration},

@@ -45,8 +45,9 @@ frontier_opened = object()
 
 #: A request left the downloader and its politeness key was released.  Arguments: ``key``,
 #: ``status`` (None: no response), ``started`` (when the frontier handed it out) and
-#: ``delay`` (seconds the key must now rest before its next request, from its response).
-#: The crawl report checks every key's gaps against it.
+#: ``delay`` (seconds the key must now rest before its next request, from its response) and
+#: ``discovery`` (whether newly found URLs of the key wait in the frontier; None: not known).
+#: The crawl report checks every key's gaps against it; the recrawl policy budgets by both.
 host_released = object()
 
 #: A sitemap gave a URL's ``<lastmod>``.  Arguments: ``url``, ``lastmod`` (unix time).  The

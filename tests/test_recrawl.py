@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from statistics import median
 
 import pytest
 from conftest import run_crawl
@@ -32,6 +33,27 @@ def test_the_policy_revisits_changing_pages_more_and_static_ones_less() -> None:
     assert fetches["fast"] > 3 * fetches["static"], fetches
     assert policy.history("http://h/fast").changes > 10
     assert 0 < policy.estimated_freshness() <= 1
+
+
+def test_refreshes_get_a_hosts_whole_rate_when_no_new_url_of_it_waits() -> None:
+    """The refresh budget is CRAWLER_EXT_RECRAWL_SHARE of a host's rate while its new URLs
+    wait (the frontier gives refreshes that share of its turns), all of it when none wait:
+    either side takes what the other leaves."""
+    def intervals(discovery: bool | None) -> list[float]:
+        policy = RefreshPolicy(min_interval=0.1, max_interval=1000.0, share=0.25,
+                               explore=1000.0)
+        t, out = 0.0, []
+        for k in range(200):
+            for page in range(20):  # 20 pages changing every 10 s, one fetch a second
+                verdict = policy.observe(f"http://h/{page}", "h", t, exact=int(t // 10),
+                                         delay=1.0, discovery=discovery)
+                out.append(verdict.interval)
+            t += 20.0 if k < 5 else 1.0
+        return out[-20:]
+    busy, idle, unknown = intervals(True), intervals(False), intervals(None)
+    # a quarter of the rate, and all of it: the pages' intervals (76 s and 20 s)
+    assert median(busy) == pytest.approx(4 * median(idle), rel=0.1)
+    assert unknown == busy
 
 
 def test_a_page_that_looks_static_is_checked_at_growing_intervals() -> None:

@@ -319,6 +319,9 @@ class RedisFrontier:
         remote = 1 if self._remote is None else self._remote
         return local + remote + self._seeds_waiting
 
+    def discovery_waiting(self, key: str) -> bool | None:
+        return None  # the key's queues are in Redis: not known without a round trip
+
     def active_keys(self) -> int:
         return len(self._states)
 

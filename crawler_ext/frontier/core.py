@@ -325,3 +325,6 @@ class Frontier:
 
     def active_keys(self) -> int:
         return len(self._active)
+
+    def discovery_waiting(self, key: str) -> bool | None:
+        return self.store.back_lanes(key)[0] > 0

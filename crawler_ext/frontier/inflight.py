@@ -110,7 +110,7 @@ class InFlight:
         outcome = Outcome(info.status, server_time, info.retry_after)
         delay = self.frontier.done(info.entry, outcome, info.arrived or now)
         self._released(key=info.entry.key, status=info.status, started=info.started,
-                       delay=delay)
+                       delay=delay, discovery=self.frontier.discovery_waiting(info.entry.key))
         if info.status is None or info.status in BACKOFF_STATUSES:
             self._inc("frontier/backoffs")
             if info.retry_after is not None:

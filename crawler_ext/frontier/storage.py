@@ -228,7 +228,8 @@ class MemoryStore(KeyState):
         return entry
 
     def back_size(self, key: str) -> int:
-        return len(self._lanes[0].get(key, ())) + len(self._lanes[1].get(key, ()))
+        refresh = self._lanes[1]
+        return len(self._lanes[0].get(key, ())) + (len(refresh.get(key, ())) if refresh else 0)
 
     def back_lanes(self, key: str) -> tuple[int, int]:
         return len(self._lanes[0].get(key, ())), len(self._lanes[1].get(key, ()))

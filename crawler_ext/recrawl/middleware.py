@@ -167,11 +167,12 @@ class RecrawlMiddleware:
         etag_text = etag.decode("latin-1") if etag else None
         last_modified = _http_time(response.headers.get("Last-Modified"))
         weight = request.meta.get(IMPORTANCE_META)  # (the frontier's, for a discovered page)
+        key = host.partition(":")[0]
         verdict = self.policy.observe(
             url, host, when, exact, etag=etag_text, last_modified=last_modified,
             not_modified=not_modified,
-            delay=self._delays.get(host.partition(":")[0], self._default_delay) or 0.1,
-            weight=weight)
+            delay=self._delays.get(key, self._default_delay) or 0.1,
+            weight=weight, discovery=self._delays.discovery(key))
         if self.log is not None:
             self.log.append(url, host, when, exact, etag_text, last_modified, not_modified,
                             weight)

@@ -2,7 +2,9 @@
 
 Per page, a bounded :class:`~crawler_ext.recrawl.estimate.ChangeHistory` (fetch times,
 validators, content fingerprints, changed or not).  Per host, the refresh budget -- the share
-``CRAWLER_EXT_RECRAWL_SHARE`` of the fetches per second its politeness delay allows -- is split
+``CRAWLER_EXT_RECRAWL_SHARE`` of the fetches per second its politeness delay allows while
+newly found URLs of the host wait (the frontier gives refreshes that share of the host's turns
+then), all of them when none wait -- is split
 over its pages by Cho & Garcia-Molina's optimal allocation of their estimated change rates,
 weighted by each page's importance when it was found (its OPIC cash, which the frontier puts
 in the request's meta, as a multiple of the mean, 0.25 to 4)
@@ -48,8 +50,8 @@ class RefreshPolicy:
         self.checks_per_change = checks_per_change
         self.pages: OrderedDict[str, tuple[str, ChangeHistory]] = OrderedDict()  # url -> host
         self._hosts: dict[str, dict[str, None]] = {}  # host -> its pages (insertion-ordered)
-        # host -> (computed at, url -> revisits per second, expected freshness)
-        self._alloc: dict[str, tuple[float, dict[str, float], float]] = {}
+        # host -> (computed at, url -> revisits per second, expected freshness, budget share)
+        self._alloc: dict[str, tuple[float, dict[str, float], float, float]] = {}
 
     def history(self, url: str) -> ChangeHistory | None:
         record = self.pages.get(url)
@@ -68,10 +70,12 @@ class RefreshPolicy:
     def observe(self, url: str, host: str, when: float, exact: int | None,
                 etag: str | None = None, last_modified: float | None = None,
                 not_modified: bool = False, delay: float = 1.0,
-                weight: float | None = None) -> Verdict:
+                weight: float | None = None, discovery: bool | None = True) -> Verdict:
         """Record a fetch of ``url``; whether it changed, and when to fetch it again.
         ``delay``: the host's politeness delay now (its fetch budget is 1/delay per second);
-        ``weight``: the page's importance, if the frontier knew it (a discovered page's)."""
+        ``weight``: the page's importance, if the frontier knew it (a discovered page's);
+        ``discovery``: whether new URLs of the host wait (refreshes then get the share of the
+        budget; False: all of it; None, not known -- a shared frontier: the share)."""
         record = self.pages.get(url)
         first = record is None
         if record is None:
@@ -86,12 +90,14 @@ class RefreshPolicy:
             record[1].weight = weight
         changed = record[1].observe(when, exact, etag=etag, last_modified=last_modified,
                                     not_modified=not_modified)
-        return Verdict(changed, self._interval(host, url, when, delay), first)
+        share = self.share if discovery is not False else 1.0
+        return Verdict(changed, self._interval(host, url, when, delay, share), first)
 
-    def _interval(self, host: str, url: str, now: float, delay: float) -> float:
+    def _interval(self, host: str, url: str, now: float, delay: float, share: float) -> float:
         alloc = self._alloc.get(host)
-        if alloc is None or now - alloc[0] >= self.reallocate_every or url not in alloc[1]:
-            alloc = self._allocate(host, now, delay)
+        if alloc is None or now - alloc[0] >= self.reallocate_every or url not in alloc[1] \
+                or alloc[3] != share:
+            alloc = self._allocate(host, now, delay, share)
         frequency = alloc[1].get(url, 0.0)
         interval = 1.0 / frequency if frequency > 0 else self.max_interval
         # a young history proves little: wait at most ``explore`` times as long as the page
@@ -101,11 +107,12 @@ class RefreshPolicy:
         interval = min(interval, max(self.explore * watched, self.min_interval))
         return min(max(interval, self.min_interval), self.max_interval)
 
-    def _allocate(self, host: str, now: float, delay: float) -> tuple[float, dict, float]:
+    def _allocate(self, host: str, now: float, delay: float,
+                  share: float) -> tuple[float, dict, float, float]:
         urls = list(self._hosts.get(host, {}))
         histories = [self.pages[u][1] for u in urls]
         rates = [h.rate() for h in histories]
-        budget = self.share / max(delay, 1e-3)
+        budget = share / max(delay, 1e-3)
         # the allocation spends the whole budget, weighted by the pages' importance; a page
         # is not checked more than ``checks_per_change`` times per expected change (pages
         # that look static would otherwise take a host's whole budget when nothing changes)
@@ -113,7 +120,7 @@ class RefreshPolicy:
         frequencies = [min(f, self.checks_per_change * r)
                        for f, r in zip(optimal_frequencies(rates, budget, weights), rates)]
         alloc = (now, dict(zip(urls, frequencies)),
-                 expected_freshness(rates, frequencies) if urls else 1.0)
+                 expected_freshness(rates, frequencies) if urls else 1.0, share)
         self._alloc[host] = alloc
         return alloc
 
