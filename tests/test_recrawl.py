@@ -129,17 +129,21 @@ def test_the_histories_survive_a_restart_and_a_torn_line(tmp_path: Path) -> None
     assert again.history("http://h/a").changes == 3
 
 
+def _recrawl(web, tmp_path: Path, **settings: object):
+    """A recrawl of the changing test web ``web`` (intervals 1 to 30 s), with ``settings``."""
+    return run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "items.jsonl",
+                     settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
+                               "CRAWLER_EXT_RECRAWL_ENABLED": True,
+                               "CRAWLER_EXT_RECRAWL_MIN_INTERVAL": 1,
+                               "CRAWLER_EXT_RECRAWL_MAX_INTERVAL": 30, **settings})
+
+
 @pytest.mark.slow
 def test_a_recrawl_sends_conditional_requests_and_refetches_changing_pages(
         testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=3, pages=8, hazards=False, change_period=PERIOD)
-    result = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "items.jsonl",
-                       settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
-                                 "CRAWLER_EXT_RECRAWL_ENABLED": True,
-                                 "CRAWLER_EXT_RECRAWL_MIN_INTERVAL": 1,
-                                 "CRAWLER_EXT_RECRAWL_MAX_INTERVAL": 30,
-                                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.2,
-                                 "CLOSESPIDER_TIMEOUT": 25})
+    result = _recrawl(web, tmp_path, CRAWLER_EXT_POLITENESS_MIN_DELAY=0.2,
+                      CLOSESPIDER_TIMEOUT=25)
     assert result.returncode == 0, result.output[-3000:]
     assert result.stats["finish_reason"] == "closespider_timeout"  # it ran until stopped
     log = read_log(web.log_path)
@@ -204,15 +208,9 @@ def test_discovery_keeps_its_share_of_a_host_while_refreshes_wait(testweb_factor
     pages both wait, refreshes take about that share of its fetches (not all of them, though a
     refresh is queued in a better band than a new link), and the rest goes to discovery."""
     web = testweb_factory(hosts=1, pages=40, hazards=False, change_period=0.5)
-    result = run_crawl("-a", f"seeds={web.seeds_path}", items_path=tmp_path / "items.jsonl",
-                       settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
-                                 "CRAWLER_EXT_RECRAWL_ENABLED": True,
-                                 "CRAWLER_EXT_RECRAWL_MIN_INTERVAL": 1,
-                                 "CRAWLER_EXT_RECRAWL_MAX_INTERVAL": 30,
-                                 "CRAWLER_EXT_RECRAWL_SHARE": 0.25,
-                                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.1,
-                                 "CRAWLER_EXT_POLITENESS_MAX_DELAY": 0.1,
-                                 "CLOSESPIDER_TIMEOUT": 20})
+    result = _recrawl(web, tmp_path, CRAWLER_EXT_RECRAWL_SHARE=0.25,
+                      CRAWLER_EXT_POLITENESS_MIN_DELAY=0.1, CRAWLER_EXT_POLITENESS_MAX_DELAY=0.1,
+                      CLOSESPIDER_TIMEOUT=20)
     assert result.returncode == 0, result.output[-3000:]
     log = [e for e in read_log(web.log_path) if e.path.startswith("/p/") or e.path == "/"]
     assert politeness_violations(log, min_gap=0.1) == []
