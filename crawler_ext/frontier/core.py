@@ -4,8 +4,8 @@ Front queues decide *what* to crawl next (priority bands, weighted selection); b
 decide *when* each politeness key may be contacted (one queue per key, a ready heap of next
 allowed times, at most ``max_in_flight`` requests in flight per key).  A key's back queue has
 two lanes, discovery and refresh (a recrawl's revisits): when both wait, the refresh lane gets
-``refresh_share`` of the key's turns (:class:`RefreshShare`), and a lane alone takes them all.  Nothing here knows
-Scrapy: time is passed in, so tests drive it with a fake clock.
+``refresh_share`` of the key's turns (:class:`RefreshShare`), and a lane alone takes them all.
+Nothing here knows Scrapy: time is passed in, so tests drive it with a fake clock.
 """
 
 from __future__ import annotations
