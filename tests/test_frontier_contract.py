@@ -228,3 +228,14 @@ def test_a_refresh_keeps_its_lane_through_a_crash(driver: Driver) -> None:
         time.sleep(1.1)  # the dead worker's leases expire (lease TTL 1 s)
     got = drain(driver, again, 5)
     assert [number(e) for e in got] == [101, 102, 1, 2, 3]
+
+
+def test_the_frontier_says_whether_new_urls_of_a_key_wait(driver: Driver) -> None:
+    """``discovery_waiting``, which the recrawl policy budgets by (the ``host_released``
+    signal): after a key's turn, whether newly found URLs of the key still wait."""
+    frontier = driver.make()
+    frontier.add([entry("a", 1), entry("a", 2)])
+    first = drain(driver, frontier, 1)
+    assert len(first) == 1 and frontier.discovery_waiting("a") is True
+    drain(driver, frontier, 1)
+    assert frontier.discovery_waiting("a") is False

@@ -98,7 +98,8 @@ _LUA_READY = lua("frontier_ready.lua")
 # then counts: push, release, complete, renew-entries, renew-keys; then the band quotas, the
 # total to take, whether to reclaim expired leases, the host budget, the pattern cap, the
 # count of promotions, the refresh share; and the sections.  Returns: outstanding
-# entries, expired leases, lost keys, taken (key, id, entry, state) flattened.
+# entries, expired leases, lost keys, taken (key, id, entry, state, new URLs still queued
+# for the key) flattened.
 _LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
 
 
@@ -211,6 +212,8 @@ class RedisFrontier:
         self._admitted: OrderedDict[int, list] = OrderedDict()
         self.track_admitted = 100_000
         self._promotions: list[tuple[str, int, int]] = []  # key, fingerprint, better band
+        # key -> whether new URLs of it waited in Redis when this worker last leased it
+        self._discovery: OrderedDict[str, bool] = OrderedDict()
         self._remote: int | None = None  # entries queued or leased anywhere; None: not known
         self._seeds_waiting = 0
         self._syncing = False
@@ -320,7 +323,8 @@ class RedisFrontier:
         return local + remote + self._seeds_waiting
 
     def discovery_waiting(self, key: str) -> bool | None:
-        return None  # the key's queues are in Redis: not known without a round trip
+        """As Redis said when this worker last leased the key (None: never leased here)."""
+        return self._discovery.get(key)
 
     def active_keys(self) -> int:
         return len(self._states)
@@ -541,10 +545,11 @@ class RedisFrontier:
             out["remote"][n] = int(outstanding)
             out["expired"] += int(expired)
             out["lost"] += int(lost)
-            for i in range(0, len(taken), 4):
+            for i in range(0, len(taken), 5):
                 key = taken[i].decode("utf-8", "surrogatepass")
                 rid = int(taken[i + 1])
-                out["taken"].append((key, rid * self.shards + n, taken[i + 2], taken[i + 3]))
+                out["taken"].append((key, rid * self.shards + n, taken[i + 2], taken[i + 3],
+                                     int(taken[i + 4])))
         if counts.get("seeds") and not isinstance(results[-1], Exception):
             popped, waiting, claims = results[-1]
             out["seeds"] = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s
@@ -590,7 +595,11 @@ class RedisFrontier:
             self._remote = sum(remote.values())
         if out["seeds_waiting"] is not None:
             self._seeds_waiting = out["seeds_waiting"]
-        for key, entry_id, blob, state_blob in out["taken"]:
+        for key, entry_id, blob, state_blob, discovery in out["taken"]:
+            self._discovery[key] = discovery > 0
+            self._discovery.move_to_end(key)
+            if len(self._discovery) > self.track_admitted:
+                self._discovery.popitem(last=False)
             band, rank, fp = _HEAD.unpack_from(blob)
             entry = Entry(key, band, bytes(blob[_HEAD.size:]), fp, entry_id,
                           PRIORITY_RANKS // 2 - 1 - rank % REFRESH_RANK, rank >= REFRESH_RANK)

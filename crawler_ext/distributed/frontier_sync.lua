@@ -159,6 +159,7 @@ for pass = 1, 2 do
           out[#out + 1] = id
           out[#out + 1] = blob
           out[#out + 1] = redis.call('HGET', P..':hs', key) or ''
+          out[#out + 1] = redis.call('ZCARD', P..':q:'..key)  -- new URLs still waiting
           taken = taken + 1
         else
           ready(P, key)

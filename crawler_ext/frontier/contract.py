@@ -102,9 +102,10 @@ class FrontierBackend(Protocol):
     def parked_pending(self, now: float) -> int: ...
     def active_keys(self) -> int: ...
     def discovery_waiting(self, key: str) -> bool | None:
-        """Whether newly found URLs of ``key`` wait in its back queue (None: not known here,
-        a shared frontier): a recrawl plans the key's refreshes at the refresh share of its
-        rate while they do, and at the whole rate when they do not."""
+        """Whether newly found URLs of ``key`` wait in its back queue (a shared frontier: as
+        of this worker's last lease of the key; None: not known): a recrawl plans the key's
+        refreshes at the refresh share of its rate while they do, at the whole rate when
+        they do not."""
 
     # -- distributed mode (no-ops for a local frontier) -------------------------------------
     def attach(self, hooks: FrontierHooks) -> None: ...

@@ -75,7 +75,7 @@ class RefreshPolicy:
         ``delay``: the host's politeness delay now (its fetch budget is 1/delay per second);
         ``weight``: the page's importance, if the frontier knew it (a discovered page's);
         ``discovery``: whether new URLs of the host wait (refreshes then get the share of the
-        budget; False: all of it; None, not known -- a shared frontier: the share)."""
+        budget; False: all of it; None, not known: the share)."""
         record = self.pages.get(url)
         first = record is None
         if record is None:
