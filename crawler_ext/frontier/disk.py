@@ -346,10 +346,7 @@ class DiskStore(KeyState):
         return entry
 
     def back_size(self, key: str) -> int:
-        discovery = self._lanes[0].get(key)
-        refresh = self._lanes[1].get(key) if self._lanes[1] else None
-        return (discovery.count if discovery is not None else 0) + \
-            (refresh.count if refresh is not None else 0)
+        return sum(self.back_lanes(key))
 
     def back_lanes(self, key: str) -> tuple[int, int]:
         discovery, refresh = (lane.get(key) for lane in self._lanes)

@@ -84,8 +84,9 @@ class FrontierStore(Protocol):
     def back_lanes(self, key: str) -> tuple[int, int]:
         """Entries in the key's discovery lane and in its refresh lane."""
     def back_promote(self, entry: Entry, band: int) -> bool:
-        """Rank a queued entry of a back queue by a better band; False if its queue is
-        longer than :data:`BACK_PROMOTE_MAX` (not looked for)."""
+        """Rank a queued entry of a back queue by a better band; False if it is not there
+        (a store that must search the whole queue looks in queues up to
+        :data:`BACK_PROMOTE_MAX` long only)."""
 
     def heap_push(self, key: str, when: float) -> None: ...
     def heap_peek(self) -> tuple[float, str] | None: ...
@@ -228,8 +229,7 @@ class MemoryStore(KeyState):
         return entry
 
     def back_size(self, key: str) -> int:
-        refresh = self._lanes[1]
-        return len(self._lanes[0].get(key, ())) + (len(refresh.get(key, ())) if refresh else 0)
+        return sum(self.back_lanes(key))
 
     def back_lanes(self, key: str) -> tuple[int, int]:
         return len(self._lanes[0].get(key, ())), len(self._lanes[1].get(key, ()))
