@@ -220,6 +220,7 @@ def bench_priority_real(quick: bool) -> None:
     from urllib.parse import urljoin, urlsplit
 
     from testweb.corpus import _hrefs, build_corpus, reachable, resolve_path
+    from testweb.model import pagerank
     from testweb.static import RealWebServer
 
     sites = build_corpus()
@@ -236,16 +237,7 @@ def bench_priority_real(quick: bool) -> None:
                         links.append(f"{site.host()}{parts.path or '/'}")
             graph[f"{site.host()}{path}"] = sorted(set(links))
     nodes = list(graph)
-    rank = dict.fromkeys(nodes, 1.0 / len(nodes))
-    for _ in range(50):
-        new = dict.fromkeys(nodes, 0.15 / len(nodes))
-        dangling = sum(rank[n] for n in nodes if not graph[n])
-        for n in nodes:
-            for t in graph[n]:
-                new[t] += 0.85 * rank[n] / len(graph[n])
-        for n in nodes:
-            new[n] += 0.85 * dangling / len(nodes)
-        rank = new
+    rank = pagerank(graph)
     top = set(sorted(nodes, key=rank.get, reverse=True)[:len(nodes) // 10])
     budget = len(nodes) // 5
     configs = [
@@ -1112,16 +1104,15 @@ def bench_recrawl(quick: bool) -> None:
     0.05-0.07 ahead of uniform revisits there) and half the pages never changing, a quarter
     every P s, a quarter every 4P s (``--change-classes never,1,never,4``): uniform and optimal
     at 0.74 and 0.84 by simulation, the gap the recrawl issue describes (0.76 and 0.86)."""
-    mixes = [("never,1,4,16", (None, 1.0, 4.0, 16.0)), ("never,1,never,4", (None, 1.0, None, 4.0))]
     only = os.environ.get("RECRAWL_MIX")  # one of the two, e.g. never,1,never,4
-    for text, classes in mixes:
-        if only and text != only:
-            continue
-        _recrawl_mix(quick, text, classes)
+    for mix in ("never,1,4,16", "never,1,never,4"):
+        if not only or mix == only:
+            _recrawl_mix(quick, mix)
 
 
-def _recrawl_mix(quick: bool, mix: str, classes: tuple) -> None:
+def _recrawl_mix(quick: bool, mix: str) -> None:
     from crawler_ext.recrawl.allocate import optimal_frequencies
+    from testweb.model import TestWeb, parse_change_classes
 
     period, hosts, pages, duration, delay = (2.0, 3, 8, 40, 0.25) if quick else \
         (2.0, 4, 16, int(os.environ.get("RECRAWL_SECONDS", 120)), 0.25)
@@ -1141,8 +1132,9 @@ def _recrawl_mix(quick: bool, mix: str, classes: tuple) -> None:
                                 "CLOSESPIDER_TIMEOUT": duration},
                           str(web.seeds_path), Path(tmp))
             log = read_log(web.log_path)
-    truth_period = {n: (None if classes[n % len(classes)] is None
-                        else period * classes[n % len(classes)]) for n in range(pages)}
+    model = TestWeb(hosts=1, pages=pages, hazards=False, change_period=period,
+                    change_classes=parse_change_classes(mix))
+    truth_period = {n: model.page_period(n) for n in range(pages)}
     by_page: dict[tuple[str, int], list[float]] = defaultdict(list)
     for e in log:
         if e.path.startswith("/p/") and e.status in (200, 304):

@@ -25,7 +25,7 @@ import hashlib
 import math
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from urllib.parse import parse_qsl, unquote
@@ -40,6 +40,28 @@ CHANGE_PERIOD = 60.0
 #: a changing web's page classes (``--change-classes``): page n changes every change period x
 #: the factor of class n % len, never where it is None
 DEFAULT_CHANGE_CLASSES: tuple[float | None, ...] = (None, 1.0, 4.0, 16.0)
+
+
+def pagerank(out: Mapping[Hashable, Sequence[Hashable]], damping: float = 0.85,
+             iterations: int = 50) -> dict:
+    """PageRank of a link graph (node -> the nodes it links to, all of them nodes), dangling
+    nodes' rank spread over every node."""
+    nodes = list(out)
+    rank = dict.fromkeys(nodes, 1.0 / len(nodes))
+    for _ in range(iterations):
+        new = dict.fromkeys(nodes, (1.0 - damping) / len(nodes))
+        dangling = 0.0
+        for node, targets in out.items():
+            if targets:
+                share = damping * rank[node] / len(targets)
+                for t in targets:
+                    new[t] += share
+            else:
+                dangling += damping * rank[node]
+        for node in nodes:
+            new[node] += dangling / len(nodes)
+        rank = new
+    return rank
 
 
 def parse_change_classes(text: str) -> tuple[float | None, ...]:
@@ -489,23 +511,8 @@ class TestWeb:
         return ((h, n) for h in range(self.n_hosts) for n in range(self.n_pages))
 
     def pagerank(self, damping: float = 0.85, iterations: int = 50) -> dict[tuple[int, int], float]:
-        nodes = list(self.content_pages())
-        rank = {node: 1.0 / len(nodes) for node in nodes}
-        out = {node: self.links(*node) for node in nodes}
-        for _ in range(iterations):
-            new = dict.fromkeys(nodes, (1.0 - damping) / len(nodes))
-            dangling = 0.0
-            for node, targets in out.items():
-                if targets:
-                    share = damping * rank[node] / len(targets)
-                    for t in targets:
-                        new[t] += share
-                else:
-                    dangling += damping * rank[node]
-            for node in nodes:
-                new[node] += dangling / len(nodes)
-            rank = new
-        return rank
+        return pagerank({node: self.links(*node) for node in self.content_pages()}, damping,
+                        iterations)
 
     def ground_truth(self, port: int) -> dict:
         url = lambda h, n: self.base_url(h, port) + self.page_path(n)  # noqa: E731
