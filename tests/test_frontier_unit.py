@@ -235,6 +235,27 @@ def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
         "POST", b"x=1", spider.other, [1], 3)
 
 
+def test_a_decoded_link_has_the_url_scrapy_made_and_later_urls_are_made_safe_again() -> None:
+    """A stored link is rebuilt with Scrapy's ``verbatim_url`` (its URL was made safe when it
+    was stored): the same URL as Scrapy's own constructor makes of it, for URLs that quoting
+    changes, and the key does not stay in meta -- a redirect's Location is quoted as usual."""
+    from scrapy import Request
+
+    from crawler_ext.frontier.codec import decode_request, encode_plain
+
+    tricky = ["http://e.com/a b/c d.html?q=x y", "http://e.com/caf\u00e9/na\u00efve?\u00fc=1",
+              "http://b\u00fccher.example/p%20q/%7Euser/?a=%2f&b=%zz",
+              "http://e.com/p;params/../x/./y?x=[1]&y={2}|3#frag",
+              "http://e.com/%E2%82%AC/\u20ac/%e2%82%ac", "https://e.com:8443/\u65e5\u672c/?k=\u8a9e"]
+    for url in tricky:
+        stored = Request(url, meta={"depth": 1})
+        back = decode_request(encode_plain(stored), None)
+        assert back.url == stored.url == Request(stored.url).url, url
+        assert back.meta == {"depth": 1}
+        hop = back.replace(url="http://e.com/moved here/\u00e9")
+        assert hop.url == "http://e.com/moved%20here/%C3%A9" and "verbatim_url" not in hop.meta
+
+
 def test_a_dispatch_before_the_hosts_next_allowed_time_is_counted() -> None:
     """With two in flight allowed a key stays in the ready heap while a request is out; its
     response then moves the next allowed time: the next request, alone in flight, would go

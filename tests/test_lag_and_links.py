@@ -44,6 +44,22 @@ def test_lag_is_the_longest_recent_gap_between_ticks_and_is_subtracted() -> None
     assert abs(probe.lag(clock.now) - 0.005) < 1e-9
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 0.2), st.floats(0.0, 0.1)), max_size=80),
+       st.floats(0.0, 0.5))
+def test_lag_equals_the_longest_gap_in_the_window_for_any_ticks(steps, ahead) -> None:
+    """The probe keeps only the gaps that can still be the longest: its answer is the plain
+    maximum over every tick of the window, at any time after the last tick."""
+    probe = LagProbe(FakeClock(), window=0.25)
+    now, ticks = 100.0, []
+    for step, gap in steps:
+        now += step
+        probe.record(now, gap)
+        ticks.append((now, gap))
+    at = now + ahead
+    assert probe.lag(at) == max([g for t, g in ticks if t >= at - 0.25] + [0.0])
+
+
 def test_server_latency_is_the_least_of_recent_samples_per_key() -> None:
     clock = FakeClock()
     probe = LagProbe(clock)

@@ -97,9 +97,11 @@ class Frontier:
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
         self._in_heap: set[str] = set()
-        # the latest entries still queued, for promotion: fp -> (entry, in a back queue)
-        # (bounded: the oldest are not tracked any more)
-        self._queued_by_fp: OrderedDict[int, tuple[Entry, bool]] = OrderedDict()
+        # the latest entries still queued, for promotion: fp -> entry, and those of them in
+        # a back queue (bounded: the oldest are not tracked any more; no tuple per entry, so
+        # the garbage collector has 100,000 objects fewer to walk)
+        self._queued_by_fp: OrderedDict[int, Entry] = OrderedDict()
+        self._in_back: set[int] = set()
         self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
 
@@ -145,21 +147,21 @@ class Frontier:
         self._track(entries)
 
     def _track(self, entries: list[Entry]) -> None:
-        tracked = self._queued_by_fp
+        tracked, in_back = self._queued_by_fp, self._in_back
         for entry in entries:
             if entry.fp:
-                tracked[entry.fp] = (entry, False)
+                tracked[entry.fp] = entry
+                in_back.discard(entry.fp)
         while len(tracked) > self.max_tracked:
-            tracked.popitem(last=False)
+            in_back.discard(tracked.popitem(last=False)[0])
 
     def promote(self, fp: int, band: int) -> bool:
         """Move a still-queued URL to a better band (its importance grew): in its front
         queue, or within its key's back queue (where the band ranks it after its priority)."""
-        record = self._queued_by_fp.get(fp)
-        if record is None or band >= record[0].band:
+        entry = self._queued_by_fp.get(fp)
+        if entry is None or band >= entry.band:
             return False
-        entry, in_back = record
-        if in_back:
+        if fp in self._in_back:
             if not self.store.back_promote(entry, band):
                 return False
         else:
@@ -192,7 +194,7 @@ class Frontier:
                 return
             moved += 1
             if entry.fp and entry.fp in self._queued_by_fp:
-                self._queued_by_fp[entry.fp] = (entry, True)
+                self._in_back.add(entry.fp)
             self.store.back_push(entry)
             self._active.add(entry.key)
             self._schedule(entry.key, now)
@@ -226,6 +228,7 @@ class Frontier:
                 continue
             if entry.fp:
                 self._queued_by_fp.pop(entry.fp, None)
+                self._in_back.discard(entry.fp)
             verdict = gate(entry, now) if gate is not None else entry
             if verdict == DROP:
                 self.store.complete([entry.id])

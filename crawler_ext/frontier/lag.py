@@ -54,14 +54,20 @@ class LagProbe:
             self._call = self._call_later(self.interval, self.tick)
 
     def record(self, now: float, gap: float) -> None:
-        self._ticks.append((now, gap))
-        while self._ticks and self._ticks[0][0] < now - self.window:
-            self._ticks.popleft()
+        # kept as a max-queue: a gap that a later, longer one outlasts can never be the
+        # longest again, so the gaps decrease from left to right and the first one still in
+        # the window is the answer (one look per response, not the window's every tick)
+        ticks = self._ticks
+        while ticks and ticks[-1][1] <= gap:
+            ticks.pop()
+        ticks.append((now, gap))
+        while ticks[0][0] < now - self.window:
+            ticks.popleft()
 
     def lag(self, now: float) -> float:
         """The reactor's recent lag, seconds."""
         blocked = now - self._last if self._last is not None else 0.0
-        recent = max((gap for t, gap in self._ticks if t >= now - self.window), default=0.0)
+        recent = next((gap for t, gap in self._ticks if t >= now - self.window), 0.0)
         return max(blocked, recent, 0.0)
 
     def server_latency(self, measured: float, now: float) -> float:
