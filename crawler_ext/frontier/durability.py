@@ -13,10 +13,12 @@ more is called done, so what was not stored is fetched again after a restart.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from scrapy.utils.asyncio import call_later
 from scrapy.utils.job import job_dir
 
 from crawler_ext.diskfull import is_disk_full, report_disk_full
@@ -31,6 +33,8 @@ from crawler_ext.seen import SeenSet
 from crawler_ext.signals import frontier_commit
 
 __all__ = ["STORAGE_ERRORS", "Durability"]
+
+logger = logging.getLogger(__name__)
 
 #: what a journal or seen-set write raises when it fails
 STORAGE_ERRORS = (OSError, sqlite3.Error)
@@ -53,6 +57,23 @@ class Durability:
         self.flush_counts = flush_counts
         self.frozen = False  # a disk filled up: the journal commits nothing more
 
+    def open(self, inc: Callable[[str, int], None]) -> Any:
+        """Resume: the seen set's snapshot, the frontier's queues (in-flight entries queued
+        again), then the admissions journalled after the snapshot replayed into the seen set;
+        what the seen set's ``open`` returned."""
+        result = self.seen.open()
+        self.frontier.open()
+        recovered = self.frontier.recover()
+        fps, mark = self.frontier.admitted_since(self.seen.mark)
+        self.seen.replay(fps, mark)
+        if fps:
+            logger.info("Seen set: replayed %d admissions journalled after its snapshot",
+                        len(fps))
+        if recovered:
+            logger.info("Frontier: resumed %d queued or in-flight requests", recovered)
+            inc("frontier/recovered", recovered)
+        return result
+
     def reap(self, final: bool = False) -> None:
         """Complete requests whose responses the engine has finished processing (their links
         are admitted by then), so a durable store forgets them only after that."""
@@ -68,6 +89,18 @@ class Durability:
                 self.intake.fetched(entry.fp)
         if done:
             self.frontier.complete(done)
+
+    def page_done(self, response: Any) -> None:
+        """The spider's output for ``response`` is all taken: the page's importance flows to
+        its links in the next turn of the loop (Scrapy's scraper buffers the output and
+        schedules its requests after taking it all), not at the next reap (which does it for
+        a page never told here)."""
+        call_later(0, self._page_done, response.request)
+
+    def _page_done(self, request: Any) -> None:
+        info = self.inflight.get(request)
+        if info is not None and info.entry.fp:
+            self.intake.fetched(info.entry.fp)
 
     def flush(self) -> None:
         self.flush_counts()

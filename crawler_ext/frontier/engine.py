@@ -101,3 +101,8 @@ class EngineHandle:
         """Requests the engine is processing (a set), or None without an engine."""
         slot = self._slot()
         return None if slot is None else slot.inprogress
+
+    def send(self, signal: object, **kwargs: Any) -> None:
+        """Send one of the pack's signals to the crawl (nothing without a crawler)."""
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(signal, **kwargs)

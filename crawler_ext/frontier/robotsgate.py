@@ -26,7 +26,7 @@ from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.robots import Decision, RobotsCache, origin_of
 
-__all__ = ["ROBOTS_META", "ROBOTS_PRIORITY", "RobotsGate"]
+__all__ = ["ROBOTS_META", "ROBOTS_PRIORITY", "RobotsGate", "allow_all"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,11 @@ logger = logging.getLogger(__name__)
 ROBOTS_META = "crawler_ext_robots"
 #: the frontier's own robots.txt fetches go before any other request of their key
 ROBOTS_PRIORITY = 1000
+
+
+def allow_all(url: str) -> bool:
+    """What ``robots_allows`` answers when robots.txt is not obeyed."""
+    return True
 
 
 class RobotsGate:

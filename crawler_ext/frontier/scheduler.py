@@ -13,7 +13,6 @@ commits (``durability``), the figures (``progress``), a shared frontier's callba
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ from crawler_ext.frontier.keys import PolitenessKeys, politeness_key
 from crawler_ext.frontier.lag import LagProbe, ServerLatency
 from crawler_ext.frontier.progress import Progress
 from crawler_ext.frontier.requests import StoredRequests
-from crawler_ext.frontier.robotsgate import RobotsGate
+from crawler_ext.frontier.robotsgate import RobotsGate, allow_all
 from crawler_ext.frontier.scoring import Scorer
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.hosts.dns import install_resolver
@@ -58,18 +57,10 @@ from crawler_ext.stats import Counts
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
     from scrapy.spiders import Spider
     from typing_extensions import Self
 
 __all__ = ["FrontierScheduler", "politeness_key"]
-
-logger = logging.getLogger(__name__)
-
-
-def _anything(url: str) -> bool:
-    return True  # robots.txt not obeyed
-
 
 class FrontierScheduler(BaseScheduler):
     def __init__(
@@ -109,13 +100,15 @@ class FrontierScheduler(BaseScheduler):
         self.learning.shared = self._rules_log
         self.keys = PolitenessKeys(key_by_ip, dns_prefetch,
                                    lambda waited: self.intake.resolved(waited), self._inc)
+        self.engine = EngineHandle(crawler)  # waking it, what it still processes, signals
         # robots.txt as the prerequisite of an origin's URLs (None: robots.txt not obeyed)
         self.robots: RobotsGate | None = RobotsGate(
-            robots, frontier, self.keys.known, self._inc, self._sitemaps_found) \
+            robots, frontier, self.keys.known, self._inc,
+            lambda origin, sitemaps: self.engine.send(sitemaps_found, origin=origin,
+                                                      sitemaps=sitemaps)) \
             if robots is not None else None
         self.blocklist = blocklist or Blocklist()
         self.requests = StoredRequests(frontier.durable, self._inc)  # entries' requests
-        self.engine = EngineHandle(crawler)  # waking it, and what it still processes
         self.intake = Intake(frontier, self.df, scorer, self.admission, self.learning,
                              self.keys, self.robots, self.blocklist, self.requests,
                              self._counts.inc, self.engine.wake_at, time.time,
@@ -125,7 +118,8 @@ class FrontierScheduler(BaseScheduler):
         self.lag = LagProbe(time.time)  # the reactor's own lag, kept out of response times
         self.server_latency = ServerLatency(self.lag)
         self.inflight = InFlight(frontier, self.robots, self.server_latency, time.time,
-                                 self._inc, stats, released=self._released, rearm=self._rearm)
+                                 self._inc, stats, rearm=self._rearm,
+                                 released=lambda **kw: self.engine.send(host_released, **kw))
         self.dispatch = Dispatcher(frontier, self.robots, self.blocklist, self.requests,
                                    self.admission, self.inflight, self.intake.importance,
                                    self._inc, stats)
@@ -155,17 +149,7 @@ class FrontierScheduler(BaseScheduler):
     def open(self, spider: Spider) -> Any:
         self.spider = spider
         self.engine.check()
-        result = self.df.open()
-        self.frontier.open()
-        recovered = self.frontier.recover()
-        fps, mark = self.frontier.admitted_since(self.df.mark)
-        self.df.replay(fps, mark)
-        if fps:
-            logger.info("Seen set: replayed %d admissions journalled after its snapshot",
-                        len(fps))
-        if recovered:
-            logger.info("Frontier: resumed %d queued or in-flight requests", recovered)
-            self._inc("frontier/recovered", recovered)
+        result = self.durability.open(self._inc)
         self.learning.load()
         if is_reactor_installed():  # (not in Scrapy's reactorless mode)
             install_resolver(self.crawler, self.stats)  # the add-on's resolver, if it set one
@@ -184,8 +168,8 @@ class FrontierScheduler(BaseScheduler):
                                refuse_known=self.refuse_known,
                                schedule_refresh=self.schedule_refresh,
                                lease_key=self.inflight.key_of,
-                               robots_allows=self.robots.allows if self.robots else _anything,
-                               page_done=self.page_done)
+                               robots_allows=self.robots.allows if self.robots else allow_all,
+                               page_done=self.durability.page_done)
         self._start_loop(self.durability.flush, self.flush_interval)
         self.lag.start(call_later)
         if self._rules_log is not None:
@@ -220,10 +204,6 @@ class FrontierScheduler(BaseScheduler):
         return self.frontier.pending() > self.frontier.parked_pending(time.time()) or bool(
             self.intake.unconfirmed or self.keys.waiting())
 
-    def _sitemaps_found(self, origin: str, sitemaps: list[str]) -> None:
-        if self.crawler is not None:
-            self.crawler.signals.send_catch_log(sitemaps_found, origin=origin, sitemaps=sitemaps)
-
     def __len__(self) -> int:
         return self.frontier.pending()
 
@@ -242,18 +222,6 @@ class FrontierScheduler(BaseScheduler):
     def refuse_known(self, request: Request) -> bool:
         return self.intake.refuse_known(request)
 
-    def page_done(self, response: Response) -> None:
-        """The spider's output for ``response`` is all taken: the page's importance flows to
-        its links in the next turn of the loop (Scrapy's scraper buffers the output and
-        schedules its requests after taking it all), not at the next flush (which does it
-        for a page never told here)."""
-        call_later(0, self._page_done, response.request)
-
-    def _page_done(self, request: Request) -> None:
-        info = self.inflight.get(request)
-        if info is not None and info.entry.fp:
-            self.intake.fetched(info.entry.fp)
-
     def next_request(self) -> Request | None:
         now = time.time()
         if self.durability.frozen:  # a disk filled up: the crawl is closing, nothing goes out
@@ -266,11 +234,6 @@ class FrontierScheduler(BaseScheduler):
         if request is None:
             self.engine.wake_at(self.frontier.next_ready_time(), now)
         return request
-
-    def _released(self, **release: Any) -> None:
-        """A key was released (its request left the downloader): the crawl report hears it."""
-        if self.crawler is not None:
-            self.crawler.signals.send_catch_log(host_released, **release)
 
     # -- waking the engine -----------------------------------------------------------------
     def _rearm(self) -> None:
