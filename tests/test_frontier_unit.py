@@ -235,6 +235,22 @@ def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
         "POST", b"x=1", spider.other, [1], 3)
 
 
+def test_peek_reads_a_requests_parts_as_the_properties_do_without_building_empty_ones() -> None:
+    from scrapy import Request
+
+    from crawler_ext.frontier.codec import is_plain, peek
+
+    bare = Request("http://e.com/a")
+    full = Request("http://e.com/b", headers={"Referer": "http://e.com/"}, cookies={"c": "1"},
+                   flags=["f"], cb_kwargs={"k": 1})
+    for name in ("headers", "cookies", "flags", "cb_kwargs"):
+        assert not peek(bare, name)
+        assert peek(full, name) == getattr(full, name) and peek(full, name)
+    assert is_plain(bare, None) and not is_plain(full, None)
+    if hasattr(bare, "_headers"):  # Scrapy >= 2.19: nothing was built by reading
+        assert (bare._headers, bare._cookies, bare._flags, bare._cb_kwargs) == (None,) * 4
+
+
 def test_a_decoded_link_has_the_url_scrapy_made_and_later_urls_are_made_safe_again() -> None:
     """A stored link is rebuilt with Scrapy's ``verbatim_url`` (its URL was made safe when it
     was stored): the same URL as Scrapy's own constructor makes of it, for URLs that quoting

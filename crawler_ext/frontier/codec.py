@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-__all__ = ["CHAIN", "encode_plain", "encode_request", "decode_request", "entry_url", "is_plain"]
+__all__ = ["CHAIN", "encode_plain", "encode_request", "decode_request", "entry_url", "is_plain",
+           "peek"]
 
 #: meta key of a URL's pattern-chain length (admission), kept with it in the frontier so that
 #: the worker that fetches it -- after a restart, or another worker -- continues the chain
@@ -42,19 +43,29 @@ def _stored_meta(request: Request) -> dict[str, Any]:
 
 
 _PLAIN_META = frozenset({"depth", CHAIN}) | _TRANSIENT_META
+_UNSET = object()
+
+
+def peek(request: Request, name: str) -> Any:
+    """``request.<name>`` (``headers``, ``cookies``, ``flags``, ``cb_kwargs``) without creating
+    it: since Scrapy 2.19 they stay None until first read, and a read builds an empty one --
+    an empty ``Headers`` costs 3 us, on every link a spider yields.  (Older Scrapy sets them
+    at once: the attribute itself is read then.)"""
+    value = getattr(request, "_" + name, _UNSET)
+    return getattr(request, name) if value is _UNSET else value
 
 
 def is_plain(request: Request, spider: Any) -> bool:
     """A link as a spider yields it: stored in the compact form.  (On every admitted link:
     it reads attributes only, builds nothing, in the common case.)"""
-    if request.method != "GET" or request.body or request.cookies or request.dont_filter \
-            or request.priority or request.errback is not None or request.flags \
-            or request.encoding != "utf-8":
+    if request.method != "GET" or request.body or peek(request, "cookies") \
+            or request.dont_filter or request.priority or request.errback is not None \
+            or peek(request, "flags") or request.encoding != "utf-8":
         return False
-    headers = request.headers
+    headers = peek(request, "headers")
     if headers and (len(headers) != 1 or len(headers.getlist(b"Referer")) != 1):
         return False
-    if request.cb_kwargs:
+    if peek(request, "cb_kwargs"):
         return False
     if request.callback is not None and request.callback != getattr(spider, "parse", None):
         return False
@@ -72,7 +83,8 @@ def encode_plain(request: Request, referer: bytes | None = None) -> bytes:
     chain = int(meta.get(CHAIN, 0))
     head = b"%d.%d" % (depth, chain) if chain else b"%d" % depth
     if referer is None:
-        referer = request.headers.get(b"Referer") or b""
+        headers = peek(request, "headers")
+        referer = (headers.get(b"Referer") if headers else None) or b""
     return b"U%s\x00%s\x00%s" % (head, referer, request.url.encode("utf-8"))
 
 

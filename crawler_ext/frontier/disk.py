@@ -349,7 +349,7 @@ class DiskStore(KeyState):
         return sum(self.back_lanes(key))
 
     def back_lanes(self, key: str) -> tuple[int, int]:
-        discovery, refresh = (lane.get(key) for lane in self._lanes)
+        discovery, refresh = self._lanes[0].get(key), self._lanes[1].get(key)
         return (discovery.count if discovery is not None else 0,
                 refresh.count if refresh is not None else 0)
 

@@ -23,7 +23,7 @@ from scrapy import Request
 
 from crawler_ext.admission import Admission, RuleLearning
 from crawler_ext.admission.urls import REST_BITS, fingerprint, host_of
-from crawler_ext.frontier.codec import CHAIN
+from crawler_ext.frontier.codec import CHAIN, peek
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.importance import MEAN_IMPORTANCE, Opic
 from crawler_ext.frontier.keys import PolitenessKeys, canonical_key, politeness_key
@@ -126,7 +126,7 @@ class Intake:
             request.meta[USER_DONT_FILTER] = True  # the user's own: honoured for its redirects
         if self._refuse_known(request):
             return False
-        headers = request.headers  # (most links carry none: no lookup then)
+        headers = peek(request, "headers")  # (most links carry none: no lookup then)
         referer = headers.get(b"Referer") if headers else None
         referer_url = referer.decode("latin-1") if referer else None
         canonical = self.admission.check(request.url, referer_url)
@@ -271,7 +271,7 @@ class Intake:
         """A link to a URL already admitted: told to the page importance, which credits it
         when its page completes if it is still queued (``referer`` None: read here)."""
         if referer is None:
-            headers = request.headers
+            headers = peek(request, "headers")
             raw = headers.get(b"Referer") if headers else None
             referer = raw.decode("latin-1") if raw else None
         if referer:
