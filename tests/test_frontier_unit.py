@@ -123,6 +123,39 @@ def test_promotion_moves_a_waiting_url_up() -> None:
     assert f.pending() == 0
 
 
+@pytest.mark.parametrize("kind", ["memory", "disk"])
+def test_an_entry_promoted_twice_in_front_then_in_its_back_queue_goes_out_once(
+        tmp_path: Path, kind: str) -> None:
+    """Promotion works from the entry's remembered fields (the stores find it by id): two
+    promotions in front, one more in the back queue, and every entry is handed out once."""
+    from crawler_ext.frontier.disk import DiskStore
+    from crawler_ext.frontier.kv import RocksEngine
+
+    store = MemoryStore(3) if kind == "memory" else DiskStore(tmp_path / "d", 3, RocksEngine())
+    f = make(store, max_active_keys=1, policy=PolitenessPolicy(min_delay=0, max_delay=0))
+    f.open()
+    blocker, low = entry("busy"), entry("x", band=2)
+    f.add([blocker, low])
+    assert f.next(0.0).key == "busy"
+    assert f.promote(low.fp, 1) and f.promote(low.fp, 0) and not f.promote(low.fp, 0)
+    assert f.store.front_sizes() == [1, 0, 0]
+    f.done(blocker, Outcome(200, 0.0), 0.0)
+    late = [entry("x", band=2, n=i) for i in range(1, 4)]
+    f.max_active_keys = 2  # room for a key more: x's entries are routed to its back queue
+    f.add(late)
+    out = []
+    for i in range(1, 12):
+        got = f.next(float(i))
+        if got is not None:
+            out.append(got.data)
+            if len(out) == 2:  # x/0 and x/1 went out: x/3 moves ahead of x/2
+                assert f.promote(late[2].fp, 0)
+            f.done(got, Outcome(200, 0.0), float(i))
+    assert out == [low.data, late[0].data, late[2].data, late[1].data]
+    assert f.pending() == 0
+    f.close()
+
+
 @pytest.mark.parametrize("durable", [False, True])
 def test_within_a_key_request_priority_decides_then_band_then_arrival(
         tmp_path: Path, durable: bool) -> None:

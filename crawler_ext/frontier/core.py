@@ -97,10 +97,12 @@ class Frontier:
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
         self._in_heap: set[str] = set()
-        # the latest entries still queued, for promotion: fp -> entry, and those of them in
-        # a back queue (bounded: the oldest are not tracked any more; no tuple per entry, so
-        # the garbage collector has 100,000 objects fewer to walk)
-        self._queued_by_fp: OrderedDict[int, Entry] = OrderedDict()
+        # the latest entries still queued, for promotion: fp -> the entry's fields, and those
+        # of them in a back queue (bounded: the oldest are not tracked any more).  Fields,
+        # not the Entry: a tuple of plain values is left out of the garbage collector's walks,
+        # and 100,000 entries kept alive for this alone made every full collection (one every
+        # few ten thousand dispatches) visit them
+        self._queued_by_fp: OrderedDict[int, tuple] = OrderedDict()
         self._in_back: set[int] = set()
         self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
@@ -148,24 +150,27 @@ class Frontier:
 
     def _track(self, entries: list[Entry]) -> None:
         tracked, in_back = self._queued_by_fp, self._in_back
-        for entry in entries:
-            if entry.fp:
-                tracked[entry.fp] = entry
-                in_back.discard(entry.fp)
+        for e in entries:
+            if e.fp:
+                tracked[e.fp] = (e.key, e.band, e.data, e.id, e.priority, e.refresh)
+                in_back.discard(e.fp)
         while len(tracked) > self.max_tracked:
             in_back.discard(tracked.popitem(last=False)[0])
 
     def promote(self, fp: int, band: int) -> bool:
         """Move a still-queued URL to a better band (its importance grew): in its front
         queue, or within its key's back queue (where the band ranks it after its priority)."""
-        entry = self._queued_by_fp.get(fp)
-        if entry is None or band >= entry.band:
+        fields = self._queued_by_fp.get(fp)
+        if fields is None or band >= fields[1]:
             return False
+        key, old, data, entry_id, priority, refresh = fields
+        entry = Entry(key, old, data, fp, entry_id, priority, refresh)  # (stores match by id)
         if fp in self._in_back:
             if not self.store.back_promote(entry, band):
                 return False
         else:
             self.store.front_promote(entry, band)
+        self._queued_by_fp[fp] = (key, band, data, entry_id, priority, refresh)
         self._stat("frontier/promoted", 1)
         return True
 

@@ -239,7 +239,7 @@ class MemoryStore(KeyState):
         if not queue or len(queue) > BACK_PROMOTE_MAX:
             return False
         for i, item in enumerate(queue):
-            if item[3] is entry:
+            if item[2] == entry.id:
                 entry.band = band
                 queue[i] = (item[0], band, item[2], entry)
                 heapq.heapify(queue)
