@@ -95,20 +95,24 @@ class _Queue:
 
     def __init__(self, start: bytes, stop: bytes, count: int = 0) -> None:
         self.start, self.stop = start, stop
-        self.head: list[tuple[bytes, Entry]] = []
+        # (record key, record value): plain bytes, decoded when taken -- a head of Entry
+        # objects made every entry read from disk an object for the garbage collector to walk
+        # in each full collection while it waited (one such collection every few ten
+        # thousand dispatches)
+        self.head: list[tuple[bytes, bytes]] = []
         self.count = count  # records in the range (for a back queue: not handed out)
         self.cursor = start  # records after it are on disk only
 
-    def add(self, disk_key: bytes, entry: Entry, room: int) -> None:
+    def add(self, disk_key: bytes, value: bytes, room: int) -> None:
         """A record was written to the range: keep it in the head if it belongs there."""
         head = self.head
         if disk_key <= self.cursor:
-            insort(head, (disk_key, entry))
+            insort(head, (disk_key, value))
             if len(head) > room:
                 head.pop()  # still on disk, read again when its turn comes
                 self.cursor = head[-1][0]
         elif len(head) == self.count and len(head) < room:
-            head.append((disk_key, entry))
+            head.append((disk_key, value))
             self.cursor = disk_key
         self.count += 1
 
@@ -251,7 +255,7 @@ class DiskStore(KeyState):
             queue.cursor = disk_key
             if entry_id in taken:
                 continue
-            queue.head.append((disk_key, _entry(entry_id, value)))
+            queue.head.append((disk_key, value))
             if len(queue.head) >= room:
                 break
         if not queue.head and len(rows) < room + skip:  # the counter was ahead of the disk
@@ -263,7 +267,8 @@ class DiskStore(KeyState):
                 return None
             self._load(queue, room, skip)
         queue.count -= 1
-        return queue.head.pop(0)
+        disk_key, value = queue.head.pop(0)
+        return disk_key, _entry(_U64.unpack_from(disk_key, len(disk_key) - 8)[0], value)
 
     def _back_queue(self, key: str, refresh: bool, count: int = 0) -> _Queue:
         prefix = b"B" + key.encode() + b"\x00"
@@ -275,9 +280,9 @@ class DiskStore(KeyState):
     def front_push(self, entries: list[Entry]) -> None:
         for entry in entries:
             self._assign_id(entry)
-            disk_key = _front_key(entry.band, entry.id)
-            self._put(disk_key, _value(entry))
-            self._front[entry.band].add(disk_key, entry, self.front_room)
+            disk_key, value = _front_key(entry.band, entry.id), _value(entry)
+            self._put(disk_key, value)
+            self._front[entry.band].add(disk_key, value, self.front_room)
             if entry.fp:
                 self._journal.append(entry.fp)
 
@@ -307,15 +312,16 @@ class DiskStore(KeyState):
         # its key's back queue it still ranks by arrival
         position = self._promoted[entry.id] = self._next_id
         self._next_id += 1
-        disk_key = _front_key(band, entry.id, position)
-        self._put(disk_key, _value(entry))
-        self._front[band].add(disk_key, entry, self.front_room)
+        disk_key, value = _front_key(band, entry.id, position), _value(entry)
+        self._put(disk_key, value)
+        self._front[band].add(disk_key, value, self.front_room)
 
     # -- back queues --------------------------------------------------------------------------
     def back_push(self, entry: Entry) -> None:
         key = entry.key
         lane, taken = self._lanes[entry.refresh], self._taken_lanes[entry.refresh]
         disk_key = self._taken.pop(entry.id, None) if entry.id else None
+        value = _value(entry)
         if disk_key is not None:  # handed out and given back: its record is still on disk
             taken[key] -= 1
             if not taken[key]:
@@ -323,11 +329,11 @@ class DiskStore(KeyState):
         else:
             self._assign_id(entry)
             disk_key = _back_key(entry)
-            self._put(disk_key, _value(entry))
+            self._put(disk_key, value)
         queue = lane.get(key)
         if queue is None:
             queue = lane[key] = self._back_queue(key, entry.refresh)
-        queue.add(disk_key, entry, self.back_room)
+        queue.add(disk_key, value, self.back_room)
         self._changed_hosts.add(key)
 
     def back_pop(self, key: str, refresh: bool = False) -> Entry | None:
@@ -370,9 +376,9 @@ class DiskStore(KeyState):
         self._delete(old)
         queue.count -= 1
         entry.band = band
-        disk_key = _back_key(entry)
-        self._put(disk_key, _value(entry))
-        queue.add(disk_key, entry, self.back_room)
+        disk_key, value = _back_key(entry), _value(entry)
+        self._put(disk_key, value)
+        queue.add(disk_key, value, self.back_room)
         return True
 
     # -- leases -------------------------------------------------------------------------------
@@ -408,24 +414,24 @@ class DiskStore(KeyState):
     def delay_push(self, entries: list[Entry], due: float) -> None:
         for entry in entries:
             self._assign_id(entry)
-            disk_key = b"T" + _DUE.pack(max(due, 0.0)) + _U64.pack(entry.id)
-            self._put(disk_key, _value(entry))
-            self._delayed.add(disk_key, entry, self.delay_room)
+            disk_key, value = b"T" + _DUE.pack(max(due, 0.0)) + _U64.pack(entry.id), \
+                _value(entry)
+            self._put(disk_key, value)
+            self._delayed.add(disk_key, value, self.delay_room)
 
     def release_due(self, now: float) -> list[Entry]:
         due: list[Entry] = []
         queue = self._delayed
         while (when := self.next_due()) is not None and when <= now:
-            disk_key, entry = queue.head.pop(0)
+            disk_key, value = queue.head.pop(0)
             queue.count -= 1
             self._delete(disk_key)
-            due.append(entry)
+            due.append(_entry(0, value))
         for entry in due:  # a new front record, at the end of its band's queue
-            entry.id = 0
             self._assign_id(entry)
-            disk_key = _front_key(entry.band, entry.id)
-            self._put(disk_key, _value(entry))
-            self._front[entry.band].add(disk_key, entry, self.front_room)
+            disk_key, value = _front_key(entry.band, entry.id), _value(entry)
+            self._put(disk_key, value)
+            self._front[entry.band].add(disk_key, value, self.front_room)
         return due
 
     def next_due(self) -> float | None:
