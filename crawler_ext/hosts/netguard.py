@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import logging
+import re
 import socket
 from collections.abc import Iterable
 from typing import Any
@@ -36,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _LEGACY_V4 = frozenset("0123456789abcdefxABCDEFX.")
+_NOT_V4 = re.compile(r"[^0-9a-fA-FxX.]")  # (a name's test without an exception: the cache
+                                          # below misses when hosts outnumber it)
 
 
 @functools.lru_cache(maxsize=1 << 16)  # hot: every admitted link; hosts repeat
@@ -44,8 +47,11 @@ def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address 
     would accept (``inet_aton``'s decimal, hex, octal and short forms included); None for a
     host name."""
     host = host.strip().strip("[]").rstrip(".")
+    bare = host.split("%", 1)[0]  # a zone id does not change it
+    if ":" not in bare and _NOT_V4.search(bare):
+        return None  # no colon (IPv6), and a character no IPv4 spelling has: a name
     try:
-        return ipaddress.ip_address(host.split("%", 1)[0])  # a zone id does not change it
+        return ipaddress.ip_address(bare)
     except ValueError:
         pass
     if host and set(host) <= _LEGACY_V4 and host[0].isdigit():
