@@ -341,7 +341,8 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -
         if done % 2_000_000 == 0:
             print(f"  [{kind}] {done:,} queued in {time.perf_counter() - t0:.0f} s "
                   f"({done / in_scheduler:,.0f}/s in the scheduler), "
-                  f"RSS +{(_rss() - rss0) / done:.0f} B/URL", file=sys.stderr, flush=True)
+                  f"RSS +{(_rss() - rss0) / 2**20:.1f} MiB ({(_rss() - rss0) / done:.1f} B/URL)",
+                  file=sys.stderr, flush=True)
     del batch
     t1 = time.perf_counter()
     gc.collect()
