@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FrontierScheduler", "politeness_key"]
 
+
 class FrontierScheduler(BaseScheduler):
     def __init__(
         self,
