@@ -68,7 +68,7 @@ from crawler_ext.frontier.core import DROP, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.int64 import to_signed, to_unsigned
-from crawler_ext.distributed.bloom import RedisBloom
+from crawler_ext.distributed.bloom import CLAIMED, SEEN, RedisBloom
 from crawler_ext.distributed.health import health_of
 from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.distributed.lua import lua
@@ -76,6 +76,10 @@ from crawler_ext.distributed.lua import lua
 __all__ = ["RedisFrontier", "shard_of"]
 
 logger = logging.getLogger(__name__)
+
+#: the seen-set check of an outbox entry: True (check), False (none), or one of these
+_CLAIMED = 2  # admitted (claimed): its claim in the seen set ends once its push is answered
+_LOOK_AGAIN = 3  # seen while another worker's claim was open: a second look
 
 _HEAD = struct.Struct(">BBQ")  # band, priority rank, fingerprint
 _FP = struct.Struct(">Q")
@@ -179,6 +183,8 @@ class RedisFrontier:
             raise ConfigError(f"CRAWLER_EXT_FRONTIER_BANDS: the Redis frontier keeps at most "
                               f"{MAX_BANDS} bands, got {self.bands}")
         self.bloom = bloom
+        if bloom is not None:  # an admission not confirmed pushed within a lease's time is
+            bloom.claim_ttl = lease_ttl  # its dead worker's (see RedisBloom)
         self.shards = shards
         self.lease_ttl = lease_ttl
         self.buffer = buffer
@@ -200,14 +206,20 @@ class RedisFrontier:
         self._claim_open = False  # seeds claimed, admitted, to be released after their push
         self._tags = [f"{{{prefix}:s{n}}}" for n in range(shards)]
         # local state (reactor thread only)
-        self._outbox: list[tuple[Entry, bool, float | None]] = []  # entry, check, due
+        self._outbox: list[tuple[Entry, bool | int, float | None]] = []  # entry, check, due
         self._ready: list[tuple[float, int, Entry]] = []  # leased, not yet dispatched
         self._seq = itertools.count()
         self._parked: dict[str, Entry] = {}  # waiting for their robots.txt fetch
         self._states: dict[str, tuple[HostState, dict[str, list]]] = {}  # keys we lease
         self._held: dict[int, str] = {}  # entry id -> key, leased by us and not completed
         self._release: list[tuple[str, float | None, str, str, float]] = []
+        # completed entries, sent once the pushes collected with them were answered
         self._done: list[tuple[int, str]] = []
+        self._confirm: list[int] = []  # admissions pushed: their claims in the seen set end
+        self._confirm_sent: list[int] = []  # with the running exchange
+        self._look_again: list[tuple[float, Entry]] = []  # due, entry: seen, claim open
+        self._running: dict[int, _Ops] = {}  # the ops of the exchange running in a thread
+        self._last: dict[str, Any] | None = None  # what it answered (None: it failed)
         # URLs this worker admitted -> [key, band] (promotion), bounded
         self._admitted: OrderedDict[int, list] = OrderedDict()
         self.track_admitted = 100_000
@@ -318,7 +330,8 @@ class RedisFrontier:
         return 0
 
     def pending(self) -> int:
-        local = len(self._outbox) + len(self._ready) + len(self._parked)
+        local = (len(self._outbox) + len(self._ready) + len(self._parked) +
+                 len(self._look_again))
         remote = 1 if self._remote is None else self._remote
         return local + remote + self._seeds_waiting
 
@@ -357,19 +370,33 @@ class RedisFrontier:
         """Start an exchange with Redis in a thread (unless one is still running)."""
         if self._syncing or self._closed:
             return
-        quiet = not (self._outbox or self._release or self._done or self._claim_open or
-                     self._promotions)
-        if quiet and self._idle and time.time() - self._exchanged_at < self.IDLE_POLL:
+        now = time.time()
+        quiet = not (self._outbox or self._release or self._done or self._confirm or self._claim_open or self._promotions or
+                     (self._look_again and self._look_again[0][0] <= now))
+        if quiet and self._idle and now - self._exchanged_at < self.IDLE_POLL:
             return  # the last poll found nothing ready: poll less often while idle
         ops, take, counts = self._collect()
         self._syncing = True
-        d = threads.deferToThread(self._exchange, ops, take, counts)
+        self._running = ops
+        d = threads.deferToThread(self._exchange_locked, ops, take, counts)
         d.addCallbacks(self._exchanged, self._exchange_failed, errbackArgs=(ops,))
+
+    def _exchange_locked(self, ops: dict[int, _Ops], take: list[int],
+                         counts: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:  # close() waits for it, and reads what it answered
+            self._last = None
+            self._last = self._exchange(ops, take, counts)
+            return self._last
 
     def close(self, commit: bool = True) -> None:
         """Give back what this worker holds but has not fetched, and send the last changes
         (leases of entries whose processing did not finish expire, whatever ``commit``)."""
         self._closed = True
+        if self._syncing:  # an exchange still runs, or its answer was not handled yet
+            with self._lock:
+                out = self._last
+            self._requeue(self._running if out is None else out["failed"])
+            self._settle(out)
         held: dict[str, list[int]] = {}
         for entry_id, key in self._held.items():
             held.setdefault(key, []).append(entry_id)
@@ -381,8 +408,7 @@ class RedisFrontier:
         self._parked.clear()
         ops, _, counts = self._collect()
         try:
-            with self._lock:  # waits for a running exchange
-                self._exchange(ops, [0] * (self.bands + 1), counts, final=True)
+            self._exchange(ops, [0] * (self.bands + 1), counts, final=True)
         except Exception as exc:  # noqa: BLE001 - the leases expire anyway
             logger.warning("Redis frontier: final exchange failed (%s); this worker's leases "
                            "return to the frontier when they expire", exc)
@@ -430,6 +456,11 @@ class RedisFrontier:
                 ops[n] = _Ops()
             return ops[n]
 
+        now = time.time()
+        if self._look_again and self._look_again[0][0] <= now:  # in the order they came
+            looks = [entry for at, entry in self._look_again if at <= now]
+            self._look_again = self._look_again[len(looks):]
+            self._outbox += [(entry, _LOOK_AGAIN, None) for entry in looks]
         outbox, self._outbox = self._outbox, []
         trap_pattern = self.hooks.trap_pattern if self.pattern_cap and self.hooks else None
         for entry, check, due in outbox:
@@ -478,42 +509,75 @@ class RedisFrontier:
         if reap:
             self._reaped_at = now
         counts = {"seeds": 100 if self.seeds_key and room > 0 and not self._closed else 0,
-                  "release_claim": int(self._claim_open), "reap": int(reap)}
+                  "release_claim": int(self._claim_open), "reap": int(reap),
+                  "confirm": self._confirm}
+        self._confirm_sent, self._confirm = self._confirm, []
         self._claim_open = False
         return ops, take, counts
 
-    def _exchange(self, ops: dict[int, _Ops], take: list[int], counts: dict[str, int],
+    def _settle(self, out: dict[str, Any] | None) -> None:
+        """After an exchange (None: it failed whole): completions and claims' ends it could
+        not send go with the next one."""
+        if out is None:
+            self._confirm += self._confirm_sent
+        else:
+            self._confirm += out["confirm"]
+            self._done += [self._entry_of(member) for member in out["done_back"]]
+        self._confirm_sent = []
+
+    def _entry_of(self, member: str) -> tuple[int, str]:
+        """(entry id, key) of an entry's member in a shard ("id in the shard|key")."""
+        rid, _, key = member.partition("|")
+        return int(rid) * self.shards + shard_of(key, self.shards), key
+
+    def _call(self, pipe: Any, n: int, op: _Ops, take: list[int], reap: int,
+              done: list[str]) -> None:
+        """Queue on ``pipe`` one call of the exchange's script for shard ``n``."""
+        args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
+                           len(op.push), len(op.release) // 4, len(done), len(op.renew),
+                           len(op.renew_keys), *take, reap, self.host_budget,
+                           self.pattern_cap, len(op.promote) // 3, self.refresh_share]
+        now = time.time()
+        for entry, _, blob, due, host, pattern, trap in op.push:  # type: ignore[misc]
+            delay = "" if due is None else repr(round(max(0.0, due - now), 3))
+            args += [entry.key, entry.band, delay, blob, host, pattern, trap]
+        args += op.release + done + op.renew + op.renew_keys + op.promote
+        self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
+
+    def _exchange(self, ops: dict[int, _Ops], take: list[int], counts: dict[str, Any],
                   final: bool = False) -> dict[str, Any]:
-        """Runs in a thread: one pipelined round trip (two when links need the seen set)."""
-        commands = 0
+        """Runs in a thread: a pipelined round trip (after one to the seen set when links need
+        it), then, once its pushes were answered, one with the completions and the seen set's
+        claims of those pushes: on a cluster one pipeline reaches the nodes one by one, and a
+        completion (or a claim's end) sent beside the push of the page's links could be
+        applied, and the links lost, with a kill between two nodes."""
+        commands = 0  # in the pipeline below
+        seen_commands = 0
         filtered = 0
+        reclaimed = 0
         pushes = [(n, item) for n, op in ops.items() for item in op.push]
-        checks = [(n, item) for n, item in pushes if item[1]]
+        checks = [(n, item) for n, item in pushes if item[1] is True or item[1] == _LOOK_AGAIN]
+        wait: list[Entry] = []
         if checks and self.bloom is not None:
-            new = self.bloom.add_many([to_unsigned(item[0].fp) for _, item in checks])
-            commands += self.bloom.last_commands
-            rejected = {id(item) for (_, item), is_new in zip(checks, new) if not is_new}
-            filtered = len(rejected)
+            before = self.bloom.reclaimed
+            codes = self.bloom.add_many([to_unsigned(item[0].fp) for _, item in checks],
+                                        [item[1] == _LOOK_AGAIN for _, item in checks])
+            seen_commands = self.bloom.last_commands
+            reclaimed = self.bloom.reclaimed - before
+            rejected = {id(item) for (_, item), code in zip(checks, codes)
+                        if code in (SEEN, CLAIMED)}
+            wait = [item[0] for (_, item), code in zip(checks, codes) if code == CLAIMED]
+            filtered = len(rejected) - len(wait)
             for op in ops.values():
-                # the seen set now holds the new ones as this worker's: if their push fails
-                # they are pushed again unchecked (checked again, they would be lost)
-                op.push = [(item[0], False, *item[2:]) for item in op.push  # type: ignore
+                # the seen set now holds the new ones as this worker's claims: if their push
+                # fails they are pushed again unchecked (checked again, they would be lost)
+                op.push = [(item[0], _CLAIMED if item[1] is True or item[1] == _LOOK_AGAIN
+                            else item[1], *item[2:]) for item in op.push  # type: ignore
                            if id(item) not in rejected]
         pipe = self.redis.pipeline(transaction=False)
         shards = range(self.shards) if any(take) or counts.get("reap") else list(ops)
         for n in shards:
-            op = ops.get(n) or _Ops()
-            args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
-                               len(op.push), len(op.release) // 4, len(op.done), len(op.renew),
-                               len(op.renew_keys), *take, int(counts.get("reap", 0)),
-                               self.host_budget, self.pattern_cap, len(op.promote) // 3,
-                               self.refresh_share]
-            now = time.time()
-            for entry, _, blob, due, host, pattern, trap in op.push:  # type: ignore[misc]
-                delay = "" if due is None else repr(round(max(0.0, due - now), 3))
-                args += [entry.key, entry.band, delay, blob, host, pattern, trap]
-            args += op.release + op.done + op.renew + op.renew_keys + op.promote
-            self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
+            self._call(pipe, n, ops.get(n) or _Ops(), take, int(counts.get("reap", 0)), [])
             commands += 1
         if counts.get("release_claim"):  # after the push of the seeds' entries above
             pipe.hdel(self._claim_keys[1], self.worker)
@@ -523,14 +587,17 @@ class RedisFrontier:
             self._claim(keys=self._claim_keys, args=[counts["seeds"], self.worker,
                                                      self.lease_ttl], client=pipe)
             commands += 1
+        seeds_at = commands - 1
         # a script that fails (a cluster node failing over) fails its shard alone: its work
         # goes back to the outbox, the other shards' results count
         results = pipe.execute(raise_on_error=False) if commands else []
         out: dict[str, Any] = {"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
-                               "pushed": len(pushes) - filtered, "commands": commands,
+                               "pushed": len(pushes) - filtered - len(wait),
+                               "reclaimed": reclaimed, "wait": wait,
+                               "commands": commands + seen_commands,
                                "remote": {}, "seeds": [], "seeds_waiting": None,
                                "failed": {}, "error": None, "over": 0, "pover": 0,
-                               "promoted": 0}
+                               "promoted": 0, "confirm": [], "done_back": []}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
                 out["failed"][n] = ops.get(n) or _Ops()
@@ -550,8 +617,9 @@ class RedisFrontier:
                 rid = int(taken[i + 1])
                 out["taken"].append((key, rid * self.shards + n, taken[i + 2], taken[i + 3],
                                      int(taken[i + 4])))
-        if counts.get("seeds") and not isinstance(results[-1], Exception):
-            popped, waiting, claims = results[-1]
+        self._after_pushes(ops, counts.get("confirm") or [], out)
+        if counts.get("seeds") and not isinstance(results[seeds_at], Exception):
+            popped, waiting, claims = results[seeds_at]
             out["seeds"] = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s
                             for s in (popped or [])]
             out["seeds_waiting"] = int(waiting) + int(claims)
@@ -561,13 +629,47 @@ class RedisFrontier:
             raise RuntimeError(out["error"])
         return out
 
-    def _exchanged(self, out: dict[str, Any]) -> None:
-        self._syncing = False
-        if self._closed:
+    def _after_pushes(self, ops: dict[int, _Ops], confirm: list[int],
+                      out: dict[str, Any]) -> None:
+        """The second round trip: completions, if every shard took its pushes (else they
+        wait: the page's links may be in the one that failed), and the ends of the claims of
+        the admissions pushed now and before.  What fails goes with the next exchange."""
+        confirm = confirm + [to_unsigned(item[0].fp) for n, op in ops.items()
+                             if n not in out["failed"] for item in op.push
+                             if item[1] == _CLAIMED]
+        dones = {n: op.done for n, op in ops.items() if op.done and n not in out["failed"]}
+        if out["failed"]:  # the failed shards' completions return with their other work
+            out["done_back"] = [member for members in dones.values() for member in members]
+            dones = {}
+        pipe = self.redis.pipeline(transaction=False)
+        for n, members in dones.items():
+            self._call(pipe, n, _Ops(), [0] * (self.bands + 1), 0, members)
+        commands = len(dones) + (self.bloom.confirm(confirm, pipe) if self.bloom else 0)
+        if not commands:
             return
+        try:
+            results = pipe.execute(raise_on_error=False)
+        except Exception as exc:  # noqa: BLE001 - Redis gone between the two round trips
+            results = [exc] * commands
+        out["commands"] += commands
+        for (n, members), result in zip(dones.items(), results):
+            if isinstance(result, Exception):
+                out["done_back"] += members
+                out["error"] = f"{type(result).__name__}: {result}"
+            elif out["remote"] is not None:
+                out["remote"][n] = int(result[0])
+        if any(isinstance(result, Exception) for result in results[len(dones):]):
+            out["confirm"] = confirm
+            out["error"] = out["error"] or "the seen set's claims could not be ended"
+
+    def _exchanged(self, out: dict[str, Any]) -> None:
+        if self._closed:  # close() handled it
+            return
+        self._syncing = False
         now = time.time()
-        if out["failed"]:
-            self._requeue(out["failed"])
+        self._requeue(out["failed"])
+        self._settle(out)
+        if out["error"]:
             self._stat("frontier/redis/errors", 1)
             self._health.failed("frontier exchange", out["error"])
         else:
@@ -578,6 +680,12 @@ class RedisFrontier:
         self._stat("frontier/redis/commands", out["commands"])
         if out["filtered"]:
             self._stat("dupefilter/redis/filtered", out["filtered"])
+        if out["reclaimed"]:  # seen, admitted by a worker that died before its push
+            self._stat("dupefilter/redis/reclaimed", out["reclaimed"])
+        if out["wait"]:  # seen while a claim was open: looked at again a claim's time later
+            self._stat("dupefilter/redis/second_looks", len(out["wait"]))
+            due = now + self.bloom.claim_ttl  # type: ignore[union-attr]
+            self._look_again += [(due, entry) for entry in out["wait"]]
         if out["pushed"]:
             self._stat("frontier/redis/pushed", out["pushed"])
         if out["over"]:  # over the host's budget, counted by all workers together
@@ -620,8 +728,11 @@ class RedisFrontier:
 
     def _exchange_failed(self, failure: Any, ops: dict[int, _Ops]) -> None:
         """Redis unreachable (or a script error): keep everything for the next exchange."""
+        if self._closed:  # close() handled it
+            return
         self._syncing = False
         self._requeue(ops)
+        self._settle(None)
         self._stat("frontier/redis/errors", 1)
         self._health.failed("frontier exchange", failure.getErrorMessage())
 
@@ -637,7 +748,5 @@ class RedisFrontier:
             for i in range(0, len(op.promote), 3):
                 key, fp, band = op.promote[i:i + 3]
                 self._promotions.append((key, to_signed(_FP.unpack(fp)[0]), band))
-            for member in op.done:
-                rid, _, key = member.partition("|")
-                self._done.append((int(rid) * self.shards + shard_of(key, self.shards), key))
+            self._done += [self._entry_of(member) for member in op.done]
 
