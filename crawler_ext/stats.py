@@ -161,8 +161,9 @@ STATS: list[Stat] = [
          "learned from other workers"),
     Stat(("dupefilter/redis/second_looks", "dupefilter/redis/reclaimed"),
          "distributed: URLs found while another worker's admission of them was not yet "
-         "confirmed pushed (looked at again a lease's time later); of them, admitted again "
-         "because that worker had died between admission and push"),
+         "confirmed pushed (looked at again a second later, then every quarter of "
+         "`CRAWLER_EXT_REDIS_LEASE_TTL`); of them, admitted again because that worker had "
+         "died between admission and push"),
     Stat(("dns/nxdomain", "dns/errors", "dns/refused", "dns/prefetched"),
          "negative answers; failures and time-outs; answers refused by the SSRF guard; hosts "
          "resolved at admission"),

@@ -205,6 +205,14 @@ def test_a_url_admitted_by_a_worker_killed_before_its_push_is_fetched(redis) -> 
     assert stats["dupefilter/redis/reclaimed"] == 1
     assert stats["dupefilter/redis/second_looks"] == 1
     assert stats["frontier/redis/pushed"] == 2
+    # a worker stopped while a second look waits pushes the URL rather than lose it
+    other = _entry("h2", 1)
+    assert dead.bloom.add_many([to_unsigned(other.fp)]) == [NEW]
+    b.add([other])
+    _exchange(b)
+    assert len(b._look_again) == 1
+    b.close()
+    assert sum(int(redis.hlen(f"{tag}:e")) for tag in b._tags) == 3
 
 
 def _frontier(redis, lease_ttl: float = 2.0) -> RedisFrontier:

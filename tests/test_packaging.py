@@ -38,6 +38,7 @@ def test_the_wheel_holds_the_library_only(built: Path) -> None:
     assert tops == {"crawler_ext", next(t for t in tops if t.endswith(".dist-info"))}
     assert not [n for n in names if "testweb" in n or "/tests/" in n or "benchmarks" in n]
     assert {"crawler_ext/distributed/frontier_sync.lua", "crawler_ext/distributed/bloom_add.lua",
+            "crawler_ext/distributed/frontier_done.lua",
             "crawler_ext/addon.py", "crawler_ext/py.typed"} <= set(names)
 
 

@@ -13,10 +13,11 @@ Admitting a URL and pushing it into the frontier are two round trips (on a clust
 different nodes): a worker killed between them would leave the URL seen and never queued,
 lost for every worker.  So with ``claim_ttl`` set, an admission is also a *claim* kept beside
 its block until the worker confirms the push (``confirm``, after the push was acknowledged).
-A URL seen while its claim is open is looked at again a claim's time later (``claim_ttl``,
-the lease time): if the claim is still there and older than that, its worker died in between
-and the URL is new again for the one who finds it (counted: ``reclaimed``); a worker that was
-only cut off from Redis meanwhile has confirmed its push by then, and nothing is fetched
+A URL seen while its claim is open is looked at again (the frontier: a second later, then
+every quarter of ``claim_ttl``, the lease time): a claim gone by then was confirmed, the URL is
+seen; a claim still there and older than ``claim_ttl`` is a dead worker's, killed in between,
+and the URL is new again for the one who finds it (counted: ``reclaimed``).  A worker only
+cut off from Redis meanwhile confirms its push as soon as it is back: nothing is fetched
 twice.
 """
 

@@ -35,5 +35,7 @@ for i = 4, #ARGV, k + 2 do
   end
   out[#out + 1] = new
 end
-if claimed then redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -cap - 1) end
+if claimed and redis.call('ZCARD', KEYS[2]) > cap then
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -cap - 1)
+end
 return out

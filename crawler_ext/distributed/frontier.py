@@ -105,6 +105,7 @@ _LUA_READY = lua("frontier_ready.lua")
 # entries, expired leases, lost keys, taken (key, id, entry, state, new URLs still queued
 # for the key) flattened.
 _LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
+_LUA_DONE = lua("frontier_done.lua")
 
 
 # Seeds popped from the start-URLs list are claimed until the exchange that pushes them into
@@ -200,6 +201,7 @@ class RedisFrontier:
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stat = on_stat or (lambda name, value: None)
         self._script = redis.register_script(_LUA_SYNC)
+        self._complete = redis.register_script(_LUA_DONE)
         self._claim = redis.register_script(_LUA_CLAIM)
         self._claim_keys = ([seeds_key, f"{{{seeds_key}}}:claims", f"{{{seeds_key}}}:claimed"]
                             if seeds_key else [])
@@ -406,6 +408,10 @@ class RedisFrontier:
             self._release_key(key, None, requeue=held.get(key, []))
         self._ready.clear()
         self._parked.clear()
+        # URLs waiting for a second look at another worker's claim: pushed unchecked (fetched
+        # twice if that worker lives and pushed them, rather than lost if it died)
+        self._outbox += [(entry, False, None) for _, entry in self._look_again]
+        self._look_again = []
         ops, _, counts = self._collect()
         try:
             self._exchange(ops, [0] * (self.bands + 1), counts, final=True)
@@ -530,18 +536,18 @@ class RedisFrontier:
         rid, _, key = member.partition("|")
         return int(rid) * self.shards + shard_of(key, self.shards), key
 
-    def _call(self, pipe: Any, n: int, op: _Ops, take: list[int], reap: int,
-              done: list[str]) -> None:
-        """Queue on ``pipe`` one call of the exchange's script for shard ``n``."""
+    def _call(self, pipe: Any, n: int, op: _Ops, take: list[int], reap: int) -> None:
+        """Queue on ``pipe`` one call of the exchange's script for shard ``n`` (its
+        completions go in the second round trip)."""
         args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
-                           len(op.push), len(op.release) // 4, len(done), len(op.renew),
+                           len(op.push), len(op.release) // 4, 0, len(op.renew),
                            len(op.renew_keys), *take, reap, self.host_budget,
                            self.pattern_cap, len(op.promote) // 3, self.refresh_share]
         now = time.time()
         for entry, _, blob, due, host, pattern, trap in op.push:  # type: ignore[misc]
             delay = "" if due is None else repr(round(max(0.0, due - now), 3))
             args += [entry.key, entry.band, delay, blob, host, pattern, trap]
-        args += op.release + done + op.renew + op.renew_keys + op.promote
+        args += op.release + op.renew + op.renew_keys + op.promote
         self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
 
     def _exchange(self, ops: dict[int, _Ops], take: list[int], counts: dict[str, Any],
@@ -566,7 +572,8 @@ class RedisFrontier:
             reclaimed = self.bloom.reclaimed - before
             rejected = {id(item) for (_, item), code in zip(checks, codes)
                         if code in (SEEN, CLAIMED)}
-            wait = [item[0] for (_, item), code in zip(checks, codes) if code == CLAIMED]
+            wait = [(item[0], item[1] == _LOOK_AGAIN) for (_, item), code in zip(checks, codes)
+                    if code == CLAIMED]
             filtered = len(rejected) - len(wait)
             for op in ops.values():
                 # the seen set now holds the new ones as this worker's claims: if their push
@@ -577,7 +584,7 @@ class RedisFrontier:
         pipe = self.redis.pipeline(transaction=False)
         shards = range(self.shards) if any(take) or counts.get("reap") else list(ops)
         for n in shards:
-            self._call(pipe, n, ops.get(n) or _Ops(), take, int(counts.get("reap", 0)), [])
+            self._call(pipe, n, ops.get(n) or _Ops(), take, int(counts.get("reap", 0)))
             commands += 1
         if counts.get("release_claim"):  # after the push of the seeds' entries above
             pipe.hdel(self._claim_keys[1], self.worker)
@@ -643,7 +650,8 @@ class RedisFrontier:
             dones = {}
         pipe = self.redis.pipeline(transaction=False)
         for n, members in dones.items():
-            self._call(pipe, n, _Ops(), [0] * (self.bands + 1), 0, members)
+            self._complete(keys=[self._tags[n] + ":e"], args=[self._tags[n], *members],
+                           client=pipe)
         commands = len(dones) + (self.bloom.confirm(confirm, pipe) if self.bloom else 0)
         if not commands:
             return
@@ -657,7 +665,7 @@ class RedisFrontier:
                 out["done_back"] += members
                 out["error"] = f"{type(result).__name__}: {result}"
             elif out["remote"] is not None:
-                out["remote"][n] = int(result[0])
+                out["remote"][n] = int(result)
         if any(isinstance(result, Exception) for result in results[len(dones):]):
             out["confirm"] = confirm
             out["error"] = out["error"] or "the seen set's claims could not be ended"
@@ -682,10 +690,16 @@ class RedisFrontier:
             self._stat("dupefilter/redis/filtered", out["filtered"])
         if out["reclaimed"]:  # seen, admitted by a worker that died before its push
             self._stat("dupefilter/redis/reclaimed", out["reclaimed"])
-        if out["wait"]:  # seen while a claim was open: looked at again a claim's time later
+        if out["wait"]:  # seen while a claim was open: looked at again (see RedisBloom)
             self._stat("dupefilter/redis/second_looks", len(out["wait"]))
-            due = now + self.bloom.claim_ttl  # type: ignore[union-attr]
-            self._look_again += [(due, entry) for entry in out["wait"]]
+            ttl = self.lease_ttl
+            first = [entry for entry, looks in out["wait"] if not looks]
+            again = [entry for entry, looks in out["wait"] if looks]
+            # a second second later (its worker confirms its push by then, even one back
+            # from an outage), then every quarter of the claim's time until it is stale
+            self._look_again += [(now + min(1.0, ttl), entry) for entry in first]
+            self._look_again += [(now + max(1.0, ttl / 4), entry) for entry in again]
+            self._look_again.sort(key=lambda item: item[0])
         if out["pushed"]:
             self._stat("frontier/redis/pushed", out["pushed"])
         if out["over"]:  # over the host's budget, counted by all workers together

@@ -1,0 +1,10 @@
+-- Entries done with, in one shard: the second round trip of an exchange, once every shard
+-- took the exchange's pushes.  KEYS[1]: the shard's entry hash (names the slot).  ARGV: the
+-- shard's prefix, then the entries ('id|key').  Returns the entries outstanding in the shard.
+local P = ARGV[1]
+for i = 2, #ARGV do
+  local m = ARGV[i]
+  redis.call('ZREM', P..':ls', m)
+  redis.call('HDEL', P..':e', string.sub(m, 1, string.find(m, '|', 1, true) - 1))
+end
+return redis.call('HLEN', P..':e')
