@@ -373,7 +373,8 @@ class RedisFrontier:
         if self._syncing or self._closed:
             return
         now = time.time()
-        quiet = not (self._outbox or self._release or self._done or self._confirm or self._claim_open or self._promotions or
+        quiet = not (self._outbox or self._release or self._done or self._confirm or
+                     self._claim_open or self._promotions or
                      (self._look_again and self._look_again[0][0] <= now))
         if quiet and self._idle and now - self._exchanged_at < self.IDLE_POLL:
             return  # the last poll found nothing ready: poll less often while idle
@@ -563,7 +564,7 @@ class RedisFrontier:
         reclaimed = 0
         pushes = [(n, item) for n, op in ops.items() for item in op.push]
         checks = [(n, item) for n, item in pushes if item[1] is True or item[1] == _LOOK_AGAIN]
-        wait: list[Entry] = []
+        wait: list[tuple[Entry, bool]] = []  # seen, a claim open: entry, a second look
         if checks and self.bloom is not None:
             before = self.bloom.reclaimed
             codes = self.bloom.add_many([to_unsigned(item[0].fp) for _, item in checks],
@@ -695,8 +696,8 @@ class RedisFrontier:
             ttl = self.lease_ttl
             first = [entry for entry, looks in out["wait"] if not looks]
             again = [entry for entry, looks in out["wait"] if looks]
-            # a second second later (its worker confirms its push by then, even one back
-            # from an outage), then every quarter of the claim's time until it is stale
+            # the second look a second later (its worker confirms its push by then, even one
+            # back from an outage), then every quarter of the claim's time until it is stale
             self._look_again += [(now + min(1.0, ttl), entry) for entry in first]
             self._look_again += [(now + max(1.0, ttl / 4), entry) for entry in again]
             self._look_again.sort(key=lambda item: item[0])
