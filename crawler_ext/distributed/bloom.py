@@ -38,7 +38,7 @@ SEEN, NEW, RECLAIMED, CLAIMED = 0, 1, 2, 3
 _MASK = (1 << 64) - 1
 
 # KEYS: the block, its claims.  ARGV: k, claim ttl, claims kept; per fingerprint its name, a
-# second look or not, k positions.  Returns per fingerprint one of the codes below.
+# second look or not, k positions.  Returns per fingerprint one of the codes above.
 _LUA_ADD = lua("bloom_add.lua")
 
 
