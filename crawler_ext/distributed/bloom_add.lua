@@ -4,8 +4,8 @@
 -- claims kept); ARGV[3]: claims kept at most; then per fingerprint its name, whether this is
 -- a second look ('1') and k positions.
 -- Returns per fingerprint: 1 new (claimed by the caller); 0 seen; 3 seen, its claim not yet
--- confirmed (look again a claim's time later); 2 at a second look, the claim still there and
--- stale (its worker died between admission and push): new again, claimed by the caller.
+-- confirmed (look again later); 2 at a second look, the claim still there and older than the
+-- claims' time (its worker died between admission and push): new again, claimed by the caller.
 local k = tonumber(ARGV[1])
 local stale = tonumber(ARGV[2])
 local cap = tonumber(ARGV[3])

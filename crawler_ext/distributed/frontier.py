@@ -105,7 +105,7 @@ _LUA_READY = lua("frontier_ready.lua")
 # entries, expired leases, lost keys, taken (key, id, entry, state, new URLs still queued
 # for the key) flattened.
 _LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
-_LUA_DONE = lua("frontier_done.lua")
+_LUA_DONE = _LUA_READY + lua("frontier_done.lua")
 
 
 # Seeds popped from the start-URLs list are claimed until the exchange that pushes them into

@@ -3,8 +3,6 @@
 -- shard's prefix, then the entries ('id|key').  Returns the entries outstanding in the shard.
 local P = ARGV[1]
 for i = 2, #ARGV do
-  local m = ARGV[i]
-  redis.call('ZREM', P..':ls', m)
-  redis.call('HDEL', P..':e', string.sub(m, 1, string.find(m, '|', 1, true) - 1))
+  complete(P, ARGV[i])
 end
 return redis.call('HLEN', P..':e')

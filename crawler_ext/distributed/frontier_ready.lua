@@ -51,6 +51,11 @@ local function requeue(P, id, key)
     redis.call('ZADD', q, r * RANK + string.byte(blob, 1) * SCALE + tonumber(id), id)
   end
 end
+-- an entry done with ('id|key'): its lease and its record go
+local function complete(P, m)
+  redis.call('ZREM', P..':ls', m)
+  redis.call('HDEL', P..':e', string.sub(m, 1, string.find(m, '|', 1, true) - 1))
+end
 local function unlock(P, key)
   redis.call('ZREM', P..':lk', key); redis.call('HDEL', P..':lo', key)
   redis.call('HDEL', P..':hb', key)

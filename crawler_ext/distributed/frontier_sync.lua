@@ -74,10 +74,8 @@ for _ = 1, n_rel do
 end
 -- entries done with: 'id|key'
 for _ = 1, n_done do
-  local m = ARGV[i]
+  complete(P, ARGV[i])
   i = i + 1
-  redis.call('ZREM', P..':ls', m)
-  redis.call('HDEL', P..':e', string.sub(m, 1, string.find(m, '|', 1, true) - 1))
 end
 -- leases still held by this worker
 for _ = 1, n_renew do
