@@ -61,6 +61,16 @@ def test_test_web_is_deterministic_and_exports_ground_truth() -> None:
     assert truth["change_periods"]
 
 
+def test_the_request_log_read_live_skips_the_line_being_written(tmp_path: Path) -> None:
+    line = ('{"host": "h", "path": "/", "start": 1.0, "end": 1.1, "client": "127.0.0.1", '
+            '"status": 200, "bytes": 5}')
+    path = tmp_path / "requests.jsonl"
+    path.write_text(line + "\n" + line[:60])  # the server is half-way through a line
+    assert [e.path for e in read_log(path)] == ["/"]
+    path.write_text(line + "\n" + line + "\n")
+    assert len(read_log(path)) == 2
+
+
 def test_a_changing_webs_page_classes_change_on_their_periods() -> None:
     from testweb.model import parse_change_classes
 

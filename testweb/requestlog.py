@@ -37,7 +37,8 @@ def read_log(path: str | Path) -> list[LogEntry]:
     entries = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:
-            if line.strip():
+            # a line without its newline is still being written (the log is read live)
+            if line.strip() and line.endswith("\n"):
                 entries.append(LogEntry(**json.loads(line)))
     return sorted(entries, key=lambda e: e.start)
 
