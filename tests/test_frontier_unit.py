@@ -25,12 +25,12 @@ def entry(key: str, band: int = 0, n: int = 0) -> Entry:
 
 def test_weighted_bands_ratio_and_no_starvation() -> None:
     wb = WeightedBands([5, 2, 1])
-    picks = [wb.order([1, 1, 1])[0] for _ in range(800)]
+    picks = [wb.pick([1, 1, 1]) for _ in range(800)]
     counts = Counter(picks)
     assert counts[0] == 500 and counts[1] == 200 and counts[2] == 100
     # within every window of one cycle (8 picks) the lowest band is served
     assert all(2 in picks[i:i + 8] for i in range(0, 800, 8))
-    assert wb.order([0, 0, 3])[0] == 2
+    assert wb.pick([0, 0, 3]) == 2 and wb.pick([0, 0, 0]) == -1
 
 
 def test_front_queues_dequeue_by_weight() -> None:

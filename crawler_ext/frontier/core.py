@@ -31,17 +31,20 @@ class WeightedBands:
         self.weights = list(weights)
         self._credit = [0.0] * len(self.weights)
 
-    def order(self, sizes: Sequence[int]) -> list[int]:
-        """Bands to try, best first, for one dequeue; updates the round-robin state."""
-        live = [b for b, size in enumerate(sizes) if size > 0]
-        if not live:
-            return []
-        total = sum(self.weights[b] for b in live)
-        for b in live:
-            self._credit[b] += self.weights[b]
-        best = max(live, key=lambda b: self._credit[b])
-        self._credit[best] -= total
-        return [best] + [b for b in live if b != best]
+    def pick(self, sizes: Sequence[int]) -> int:
+        """The band to dequeue from (-1: all empty); updates the round-robin state.  (One pass,
+        no list: the router asks once per entry it routes.)"""
+        credit, weights = self._credit, self.weights
+        best, top, total = -1, 0.0, 0.0
+        for b, size in enumerate(sizes):
+            if size > 0:
+                c = credit[b] = credit[b] + weights[b]
+                total += weights[b]
+                if best < 0 or c > top:  # the first of equal credits, as max() picks
+                    best, top = b, c
+        if best >= 0:
+            credit[best] -= total
+        return best
 
 
 class RefreshShare:
@@ -189,12 +192,17 @@ class Frontier:
         politeness keys are active; entries of already active keys join their back queue."""
         moved = 0
         while len(self._active) < self.max_active_keys and moved < self.refill_budget:
-            bands = self.selector.order(self.store.front_sizes())
-            entry = None
-            for band in bands:
-                entry = self.store.front_pop(band)
-                if entry is not None:
-                    break
+            sizes = self.store.front_sizes()
+            best = self.selector.pick(sizes)
+            if best < 0:
+                return
+            entry = self.store.front_pop(best)
+            if entry is None:  # (a counter ahead of its queue) the other bands, in order
+                for band, size in enumerate(sizes):
+                    if size > 0 and band != best:
+                        entry = self.store.front_pop(band)
+                        if entry is not None:
+                            break
             if entry is None:
                 return
             moved += 1

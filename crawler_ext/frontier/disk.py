@@ -89,9 +89,11 @@ class _Queue:
     """A sorted key range on disk and, in memory, every record up to ``cursor`` not yet taken
     (the head: at most ``room`` of them, except records that sort before the cursor).  The
     next scan starts after the cursor, so it never walks over records already consumed (an
-    LSM engine keeps their tombstones there)."""
+    LSM engine keeps their tombstones there).  ``dirty``: the number of the commit to come
+    when a write not committed yet fell after the cursor (a record not kept in the head, or a
+    deletion there): then, and only then, a scan must wait for that commit."""
 
-    __slots__ = ("start", "stop", "head", "count", "cursor")
+    __slots__ = ("start", "stop", "head", "count", "cursor", "dirty")
 
     def __init__(self, start: bytes, stop: bytes, count: int = 0) -> None:
         self.start, self.stop = start, stop
@@ -102,19 +104,29 @@ class _Queue:
         self.head: list[tuple[bytes, bytes]] = []
         self.count = count  # records in the range (for a back queue: not handed out)
         self.cursor = start  # records after it are on disk only
+        self.dirty = -1
 
-    def add(self, disk_key: bytes, value: bytes, room: int) -> None:
-        """A record was written to the range: keep it in the head if it belongs there."""
+    def add(self, disk_key: bytes, value: bytes, room: int, commit: int) -> None:
+        """A record was written to the range (``commit``: the number of the commit it goes
+        in): keep it in the head if it belongs there."""
         head = self.head
+        self.count += 1
         if disk_key <= self.cursor:
             insort(head, (disk_key, value))
             if len(head) > room:
                 head.pop()  # still on disk, read again when its turn comes
                 self.cursor = head[-1][0]
-        elif len(head) == self.count and len(head) < room:
+                self.dirty = commit
+        elif len(head) + 1 == self.count and len(head) < room:
             head.append((disk_key, value))
             self.cursor = disk_key
-        self.count += 1
+        else:
+            self.dirty = commit
+
+    def deleted(self, disk_key: bytes, commit: int) -> None:
+        """A record of the range is deleted in that commit."""
+        if disk_key > self.cursor:
+            self.dirty = commit
 
 
 class DiskStore(KeyState):
@@ -243,9 +255,10 @@ class DiskStore(KeyState):
             self._next_id += 1
 
     def _load(self, queue: _Queue, room: int, skip: int = 0) -> None:
-        """Read the queue's next records from disk (after committing, so that the scan sees
-        every write); ``skip``: records of the range handed out and not completed."""
-        if self._puts or self._dels:
+        """Read the queue's next records from disk (after committing, if a write not committed
+        yet lies in the range the scan covers); ``skip``: records of the range handed out and
+        not completed."""
+        if queue.dirty == self.commits:
             self._commit()
         self.head_loads += 1
         taken = self._taken
@@ -282,7 +295,7 @@ class DiskStore(KeyState):
             self._assign_id(entry)
             disk_key, value = _front_key(entry.band, entry.id), _value(entry)
             self._put(disk_key, value)
-            self._front[entry.band].add(disk_key, value, self.front_room)
+            self._front[entry.band].add(disk_key, value, self.front_room, self.commits)
             if entry.fp:
                 self._journal.append(entry.fp)
 
@@ -302,6 +315,7 @@ class DiskStore(KeyState):
         old = self._front[entry.band]
         disk_key = _front_key(entry.band, entry.id, self._promoted.get(entry.id))
         self._delete(disk_key)
+        old.deleted(disk_key, self.commits)
         for i, (k, _) in enumerate(old.head):
             if k == disk_key:
                 del old.head[i]
@@ -314,7 +328,7 @@ class DiskStore(KeyState):
         self._next_id += 1
         disk_key, value = _front_key(band, entry.id, position), _value(entry)
         self._put(disk_key, value)
-        self._front[band].add(disk_key, value, self.front_room)
+        self._front[band].add(disk_key, value, self.front_room, self.commits)
 
     # -- back queues --------------------------------------------------------------------------
     def back_push(self, entry: Entry) -> None:
@@ -333,7 +347,7 @@ class DiskStore(KeyState):
         queue = lane.get(key)
         if queue is None:
             queue = lane[key] = self._back_queue(key, entry.refresh)
-        queue.add(disk_key, value, self.back_room)
+        queue.add(disk_key, value, self.back_room, self.commits)
         self._changed_hosts.add(key)
 
     def back_pop(self, key: str, refresh: bool = False) -> Entry | None:
@@ -374,11 +388,12 @@ class DiskStore(KeyState):
             if old <= queue.cursor:  # not queued here any more
                 return False
         self._delete(old)
+        queue.deleted(old, self.commits)
         queue.count -= 1
         entry.band = band
         disk_key, value = _back_key(entry), _value(entry)
         self._put(disk_key, value)
-        queue.add(disk_key, value, self.back_room)
+        queue.add(disk_key, value, self.back_room, self.commits)
         return True
 
     # -- leases -------------------------------------------------------------------------------
@@ -393,7 +408,14 @@ class DiskStore(KeyState):
             self._delete(disk_key)
             end = disk_key.index(b"\x00")
             key = disk_key[1:end].decode()
-            taken = self._taken_lanes[disk_key[end + 1:end + 2] == _REFRESH_LANE]
+            refresh = disk_key[end + 1:end + 2] == _REFRESH_LANE
+            queue = self._lanes[refresh].get(key)
+            # (a key without a queue now: one made for it later has its cursor at the start,
+            # and scans only for a record it put on disk, which marks it dirty in the same
+            # commit as this deletion, or after that commit)
+            if queue is not None:
+                queue.deleted(disk_key, self.commits)
+            taken = self._taken_lanes[refresh]
             left = taken[key] - 1
             if left:
                 taken[key] = left
@@ -417,7 +439,7 @@ class DiskStore(KeyState):
             disk_key, value = b"T" + _DUE.pack(max(due, 0.0)) + _U64.pack(entry.id), \
                 _value(entry)
             self._put(disk_key, value)
-            self._delayed.add(disk_key, value, self.delay_room)
+            self._delayed.add(disk_key, value, self.delay_room, self.commits)
 
     def release_due(self, now: float) -> list[Entry]:
         due: list[Entry] = []
@@ -431,7 +453,7 @@ class DiskStore(KeyState):
             self._assign_id(entry)
             disk_key, value = _front_key(entry.band, entry.id), _value(entry)
             self._put(disk_key, value)
-            self._front[entry.band].add(disk_key, value, self.front_room)
+            self._front[entry.band].add(disk_key, value, self.front_room, self.commits)
         return due
 
     def next_due(self) -> float | None:
