@@ -66,10 +66,13 @@ def test_importance_is_relative_to_the_queued_mean_on_a_log_scale() -> None:
 
 
 def test_what_opic_remembers_is_bounded() -> None:
-    opic = Opic(max_tracked=3, max_links=2, max_pages=2)
+    opic = Opic(max_tracked=4, max_links=2, max_pages=2)
     for i in range(5):
         opic.seed(fingerprint(f"http://a.test/{i}"))
-    assert len(opic) == 3 and opic._total == pytest.approx(3.0)  # the oldest forgotten
+    # at most max_tracked, at least the newest half: the oldest forgotten, and their cash
+    assert [fingerprint(f"http://a.test/{i}") in opic for i in range(5)] == \
+        [False, False, True, True, True]
+    assert len(opic) == 3 and opic._total == pytest.approx(3.0)
     for i in range(4):
         opic.link(A, fingerprint(f"http://a.test/l{i}"), "a.test", 1, 0)
     assert len(opic._links[A]) == 2

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from crawler_ext import config
 from crawler_ext.hosts.netguard import NetworkGuard
 from crawler_ext.admission.urls import InvalidURL, canonicalize, host_of
+from crawler_ext.recent import RecentMap
 
 __all__ = ["Admission", "AdmissionRules", "differing_parameter", "renamed_id", "url_pattern"]
 
@@ -92,7 +93,7 @@ class AdmissionRules:
     host_page_budget: int = 0  # 0: unlimited
     pattern_cap: int = 1000
     max_pattern_chain: int = 1
-    chain_memory: int = 200_000  # URLs whose chain length is remembered (LRU)
+    chain_memory: int = 200_000  # URLs whose chain length is remembered (the latest: half at least)
     trap_min_evidence: int = 2  # empty or duplicate pages of a pattern before it is a trap
     evidence_memory: int = 200_000  # (host, pattern) pairs whose evidence is kept (LRU)
 
@@ -120,13 +121,19 @@ class Admission:
     guard: NetworkGuard = field(default_factory=NetworkGuard)
     on_reject: Callable[[str], None] = lambda reason: None
     learned: dict[str, set[str]] = field(default_factory=dict)  # host -> dropped parameters
-    _per_host: Counter[str] = field(default_factory=Counter)
-    _per_pattern: Counter[tuple[str, str]] = field(default_factory=Counter)
-    _chains: OrderedDict[str, tuple[str, int]] = field(default_factory=OrderedDict)
+    # plain dicts of strings and numbers, which the garbage collector does not walk (they
+    # grow with the hosts and patterns): host -> URLs admitted; "host pattern" -> URLs
+    # admitted; URL -> "chain length" + " " + its pattern
+    _per_host: dict[str, int] = field(default_factory=dict)
+    _per_pattern: dict[str, int] = field(default_factory=dict)
+    _chains: RecentMap = field(init=False)
     _last_pattern: tuple[str, str] = ("", "")
     # (host, pattern) -> [pages empty or duplicate, distinct pages] among those fetched
     _evidence: OrderedDict[tuple[str, str], list[int]] = field(default_factory=OrderedDict)
     _trap_logged: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._chains = RecentMap(self.rules.chain_memory)
 
     def pattern(self, canonical: str) -> str:
         """``url_pattern`` of a canonical URL, remembered for the URL just checked (check,
@@ -162,14 +169,14 @@ class Admission:
         if not self.guard.allows(host[1:host.find("]")] if host.startswith("[")
                                  else host.partition(":")[0]):
             return self._reject("private_address")  # an IP literal (names: the resolver)
-        if r.host_page_budget and self._per_host[host] >= r.host_page_budget:
+        if r.host_page_budget and self._per_host.get(host, 0) >= r.host_page_budget:
             return self._reject("host_budget")
         pattern = self.pattern(canonical)
-        if r.pattern_cap and self._per_pattern[(host, pattern)] >= r.pattern_cap and \
+        if r.pattern_cap and self._per_pattern.get(f"{host} {pattern}", 0) >= r.pattern_cap and \
                 self.is_trap(host, pattern):
             return self._reject_trap("pattern_cap", host, pattern)
         if r.max_pattern_chain and referer is not None:
-            parent = self._chains.get(referer)
+            parent = self._chain(referer)
             if parent is not None and parent[0] == pattern:
                 if parent[1] >= r.max_pattern_chain and self.is_trap(host, pattern):
                     return self._reject_trap("pattern_chain", host, pattern)
@@ -189,7 +196,7 @@ class Admission:
                 self._evidence.popitem(last=False)
         counts[0 if trap_like else 1] += 1
         if not trap_like and url in self._chains:  # a distinct page: no trap chain through it
-            self._chains[url] = (key[1], 0)
+            self._chains[url] = f"0 {key[1]}"
 
     def is_trap(self, host: str, pattern: str) -> bool:
         counts = self._evidence.get((host, pattern))
@@ -209,12 +216,14 @@ class Admission:
         """Charge an admitted (new) URL to its host's budget, its pattern's cap and chain;
         returns its chain length (links in a row between URLs of its pattern)."""
         host = host_of(canonical)
-        self._per_host[host] += 1
+        per_host = self._per_host
+        per_host[host] = per_host.get(host, 0) + 1
         pattern = self.pattern(canonical)
         if self.rules.pattern_cap:
-            self._per_pattern[(host, pattern)] += 1
+            key = f"{host} {pattern}"
+            self._per_pattern[key] = self._per_pattern.get(key, 0) + 1
         if self.rules.max_pattern_chain:
-            parent = self._chains.get(referer) if referer is not None else None
+            parent = self._chain(referer) if referer is not None else None
             chain = parent[1] + 1 if parent is not None and parent[0] == pattern else 0
             self.restore_chain(canonical, chain, pattern)
             return chain
@@ -223,9 +232,15 @@ class Admission:
     def restore_chain(self, canonical: str, chain: int, pattern: str | None = None) -> None:
         """Remember a URL's chain length (at admission, or when a URL admitted elsewhere -- by
         another worker, or before a restart -- is about to be fetched here)."""
-        self._chains[canonical] = (pattern or self.pattern(canonical), chain)
-        if len(self._chains) > self.rules.chain_memory:
-            self._chains.popitem(last=False)
+        self._chains[canonical] = f"{chain} {pattern or self.pattern(canonical)}"
+
+    def _chain(self, url: str) -> tuple[str, int] | None:
+        """(pattern, chain length) remembered for ``url``."""
+        record = self._chains.get(url)
+        if record is None:
+            return None
+        chain, _, pattern = record.partition(" ")
+        return pattern, int(chain)
 
     def learn_drop(self, host: str, param: str) -> bool:
         """Drop ``param`` from ``host``'s URLs from now on (it does not change the content)."""

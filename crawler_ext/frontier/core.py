@@ -10,13 +10,14 @@ Nothing here knows Scrapy: time is passed in, so tests drive it with a fake cloc
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from crawler_ext.frontier.contract import FrontierHooks, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, FrontierStore
+from crawler_ext.recent import RecentMap
 
 __all__ = ["DROP", "Frontier", "Gate", "RefreshShare", "WeightedBands"]
 
@@ -70,6 +71,21 @@ class RefreshShare:
         self._credit.pop(key, None)
 
 
+_TRACKED = struct.Struct(">BQq?H")  # band, id, priority, refresh, len(key); then key, data
+
+
+def _tracked(e: Entry) -> bytes:
+    key = e.key.encode()
+    return _TRACKED.pack(e.band, e.id, e.priority, e.refresh, len(key)) + key + e.data
+
+
+def _untracked(fp: int, fields: bytes) -> Entry:
+    band, entry_id, priority, refresh, n = _TRACKED.unpack_from(fields)
+    start = _TRACKED.size
+    return Entry(fields[start:start + n].decode(), band, fields[start + n:], fp, entry_id,
+                 priority, refresh)
+
+
 class Frontier:
     """The frontier contract (:class:`~crawler_ext.frontier.contract.FrontierBackend`) in one
     process, over a memory or sqlite store."""
@@ -100,13 +116,13 @@ class Frontier:
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
         self._in_heap: set[str] = set()
-        # the latest entries still queued, for promotion: fp -> the entry's fields, and those
-        # of them in a back queue (bounded: the oldest are not tracked any more).  Fields,
-        # not the Entry: a tuple of plain values is left out of the garbage collector's walks,
-        # and 100,000 entries kept alive for this alone made every full collection (one every
-        # few ten thousand dispatches) visit them
-        self._queued_by_fp: OrderedDict[int, tuple] = OrderedDict()
+        # the latest entries still queued, for promotion: fp -> the entry's fields packed in
+        # bytes, and those of them in a back queue (bounded: the oldest are not tracked any
+        # more).  Bytes, not the Entry nor a tuple: the garbage collector leaves a map of
+        # plain values out of its walks (100,000 entries kept alive for this alone made every
+        # full collection, one every few ten thousand dispatches, visit them)
         self._in_back: set[int] = set()
+        self._queued_by_fp = RecentMap(max_tracked, self._in_back.difference_update)
         self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
 
@@ -155,25 +171,23 @@ class Frontier:
         tracked, in_back = self._queued_by_fp, self._in_back
         for e in entries:
             if e.fp:
-                tracked[e.fp] = (e.key, e.band, e.data, e.id, e.priority, e.refresh)
+                tracked[e.fp] = _tracked(e)
                 in_back.discard(e.fp)
-        while len(tracked) > self.max_tracked:
-            in_back.discard(tracked.popitem(last=False)[0])
 
     def promote(self, fp: int, band: int) -> bool:
         """Move a still-queued URL to a better band (its importance grew): in its front
         queue, or within its key's back queue (where the band ranks it after its priority)."""
         fields = self._queued_by_fp.get(fp)
-        if fields is None or band >= fields[1]:
+        if fields is None or band >= fields[0]:
             return False
-        key, old, data, entry_id, priority, refresh = fields
-        entry = Entry(key, old, data, fp, entry_id, priority, refresh)  # (stores match by id)
+        entry = _untracked(fp, fields)  # (stores match by id)
         if fp in self._in_back:
             if not self.store.back_promote(entry, band):
                 return False
         else:
             self.store.front_promote(entry, band)
-        self._queued_by_fp[fp] = (key, band, data, entry_id, priority, refresh)
+        entry.band = band
+        self._queued_by_fp[fp] = _tracked(entry)
         self._stat("frontier/promoted", 1)
         return True
 

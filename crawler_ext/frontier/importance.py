@@ -24,6 +24,7 @@ import math
 from collections import OrderedDict
 
 from crawler_ext.admission.urls import REST_BITS
+from crawler_ext.recent import RecentMap
 
 __all__ = ["IMPORTANCE_META", "MEAN_IMPORTANCE", "Opic"]
 
@@ -47,7 +48,8 @@ class Opic:
         self.max_tracked = max_tracked
         self.max_links = max_links
         self.max_pages = max_pages
-        self._cash: OrderedDict[int, float] = OrderedDict()  # queued URL -> cash
+        # queued URL -> cash: the latest max_tracked at most (at least half of them)
+        self._cash = RecentMap(max_tracked, self._forget)
         self._total = 0.0  # sum of self._cash's values
         # page in process -> its links: fingerprint -> (key, depth, priority), or None for a
         # URL not queued (it takes its share of the cash, which then goes nowhere)
@@ -138,5 +140,6 @@ class Opic:
             return
         self._cash[fp] = cash
         self._total += cash
-        while len(self._cash) > self.max_tracked:
-            self._total -= self._cash.popitem(last=False)[1]
+
+    def _forget(self, cash: dict[int, float]) -> None:
+        self._total -= sum(cash.values())

@@ -14,7 +14,6 @@ except for a redirect's target, unless the user set it on the request themselves
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,12 +31,15 @@ from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.scoring import Scorer
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.blocklist import Blocklist
+from crawler_ext.recent import RecentMap
 from crawler_ext.recrawl.middleware import REFRESH_META
 from crawler_ext.seen import MAYBE, SeenSet
 
 __all__ = ["USER_DONT_FILTER", "Intake", "checks_seen"]
 
 _LOW_BITS = (1 << REST_BITS) - 1
+#: exact spellings of links recently admitted or found seen, remembered (at least half of it)
+KNOWN_MEMORY = 200_000
 
 #: meta flag of a request the user made with ``dont_filter=True`` (not a retry's copy)
 USER_DONT_FILTER = "crawler_ext_dont_filter"
@@ -81,8 +83,7 @@ class Intake:
         # exact spellings of links recently admitted or found seen -> their fingerprint: a
         # link seen again (a site's navigation, on every page) is refused without
         # canonicalisation and trap analysis; the answer is the seen set's all the same
-        self.known: OrderedDict[str, int] = OrderedDict()
-        self.known_memory = 100_000
+        self.known = RecentMap(KNOWN_MEMORY)
         self._enqueued: dict[tuple[int, str], int] = {}  # (band, memory|disk) -> entries
         self.importance = importance if importance is not None else Opic()
         self._page: tuple[str | None, int] = (None, 0)  # the last Referer -> its fingerprint
@@ -226,8 +227,6 @@ class Intake:
 
     def _remember_known(self, url: str, fp: int) -> None:
         self.known[url] = fp
-        if len(self.known) > self.known_memory:
-            self.known.popitem(last=False)
 
     def _admit(self, request: Request, canonical: str, fp: int, referer: str | None) -> None:
         host = canonical_key(canonical)
