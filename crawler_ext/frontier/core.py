@@ -285,8 +285,10 @@ class Frontier:
 
     def next_ready_time(self) -> float | None:
         top = self.store.heap_peek()
-        times = [t for t in (top[0] if top else None, self.store.next_due()) if t is not None]
-        return min(times) if times else None
+        due = self.store.next_due()
+        if top is None:
+            return due
+        return top[0] if due is None or top[0] < due else due
 
     def done(self, entry: Entry, outcome: Outcome, now: float) -> float:
         """A request left the downloader: free its key and set its next allowed time."""
@@ -300,8 +302,9 @@ class Frontier:
         self.store.host_changed(entry.key)
         if self.store.back_size(entry.key):
             self._schedule(entry.key, now)
-        elif state.in_flight == 0:
-            self._deactivate(entry.key)
+        elif state.in_flight == 0:  # (what _deactivate checks)
+            self._active.discard(entry.key)
+            self.lanes.forget(entry.key)
         return delay
 
     def release(self, entry: Entry, now: float) -> None:

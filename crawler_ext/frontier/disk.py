@@ -366,7 +366,9 @@ class DiskStore(KeyState):
         return entry
 
     def back_size(self, key: str) -> int:
-        return sum(self.back_lanes(key))
+        discovery, refresh = self._lanes[0].get(key), self._lanes[1].get(key)
+        return (discovery.count if discovery is not None else 0) + \
+            (refresh.count if refresh is not None else 0)
 
     def back_lanes(self, key: str) -> tuple[int, int]:
         discovery, refresh = self._lanes[0].get(key), self._lanes[1].get(key)

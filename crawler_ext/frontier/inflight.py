@@ -60,6 +60,13 @@ class InFlight:
         self._rearm = rearm
         self._requests: dict[Request, Dispatched] = {}
         self._parked_logged = 0
+        self._delay_max = -1.0  # since the last count_into
+
+    def count_into(self) -> None:
+        """``frontier/delay_max`` into the stats (the scheduler's flush)."""
+        if self.stats is not None and self._delay_max >= 0:
+            self.stats.max_value("frontier/delay_max", round(self._delay_max, 3))
+        self._delay_max = -1.0
 
     def __len__(self) -> int:
         return len(self._requests)
@@ -117,8 +124,8 @@ class InFlight:
                 self._inc("frontier/retry_after_honoured")
         if info.entry.key in self.frontier.parked:
             self._parked(info.entry.key, delay)
-        elif self.stats is not None:
-            self.stats.max_value("frontier/delay_max", round(delay, 3))
+        elif delay > self._delay_max:
+            self._delay_max = delay
         self._rearm()
 
     def _parked(self, key: str, delay: float) -> None:

@@ -243,6 +243,8 @@ class FrontierScheduler(BaseScheduler):
     def _flush_counts(self) -> None:
         """The counts kept since the last flush, into the crawl's stats."""
         self.intake.count_into(self._counts.inc)
+        self.dispatch.count_into(self._counts.inc)
+        self.inflight.count_into()
         self._counts.flush(self.stats)
 
     def _inc(self, key: str, count: int = 1) -> None:

@@ -17,7 +17,6 @@ It is enforced on every path to the network, by construction:
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import logging
 import re
@@ -41,11 +40,28 @@ _NOT_V4 = re.compile(r"[^0-9a-fA-FxX.]")  # (a name's test without an exception:
                                           # below misses when hosts outnumber it)
 
 
-@functools.lru_cache(maxsize=1 << 16)  # hot: every admitted link; hosts repeat
+# host -> literal_address(host), emptied when full: hot (every admitted link; hosts repeat),
+# and a plain dict of names -> None is left out of the garbage collector's walks (an
+# lru_cache's linked entries were walked at every full collection, 200,000 references)
+_LITERALS: dict[str, ipaddress.IPv4Address | ipaddress.IPv6Address | None] = {}
+_LITERALS_MAX = 1 << 16
+
+
 def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The address an IP-literal host names, in any spelling a resolver or socket library
     would accept (``inet_aton``'s decimal, hex, octal and short forms included); None for a
     host name."""
+    address = _LITERALS.get(host, _LITERALS)
+    if address is not _LITERALS:
+        return address  # type: ignore[return-value]
+    address = _literal_address(host)
+    if len(_LITERALS) >= _LITERALS_MAX:
+        _LITERALS.clear()
+    _LITERALS[host] = address
+    return address
+
+
+def _literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     host = host.strip().strip("[]").rstrip(".")
     bare = host.split("%", 1)[0]  # a zone id does not change it
     if ":" not in bare and _NOT_V4.search(bare):
