@@ -210,21 +210,21 @@ class Frontier:
             best = self.selector.pick(sizes)
             if best < 0:
                 return
-            entry = self.store.front_pop(best)
-            if entry is None:  # (a counter ahead of its queue) the other bands, in order
+            routed = self.store.route(best)
+            if routed is None:  # (a counter ahead of its queue) the other bands, in order
                 for band, size in enumerate(sizes):
                     if size > 0 and band != best:
-                        entry = self.store.front_pop(band)
-                        if entry is not None:
+                        routed = self.store.route(band)
+                        if routed is not None:
                             break
-            if entry is None:
+            if routed is None:
                 return
             moved += 1
-            if entry.fp and entry.fp in self._queued_by_fp:
-                self._in_back.add(entry.fp)
-            self.store.back_push(entry)
-            self._active.add(entry.key)
-            self._schedule(entry.key, now)
+            key, fp = routed
+            if fp and fp in self._queued_by_fp:
+                self._in_back.add(fp)
+            self._active.add(key)
+            self._schedule(key, now)
 
     def _schedule(self, key: str, now: float) -> None:
         if key in self._in_heap:

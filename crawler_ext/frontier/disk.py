@@ -74,8 +74,12 @@ def _journal_bytes(fps: array) -> bytes:
 
 
 def _back_key(e: Entry) -> bytes:
-    return (b"B" + e.key.encode() + b"\x00" + (_REFRESH_LANE if e.refresh else b"")
-            + _U64.pack(_SIGN - e.priority) + bytes((e.band,)) + _U64.pack(e.id))
+    return _back_record(e.key.encode(), e.refresh, e.priority, e.band, e.id)
+
+
+def _back_record(key: bytes, refresh: bool, priority: int, band: int, entry_id: int) -> bytes:
+    return (b"B" + key + b"\x00" + (_REFRESH_LANE if refresh else b"")
+            + _U64.pack(_SIGN - priority) + bytes((band,)) + _U64.pack(entry_id))
 
 
 def _front_key(band: int, entry_id: int, position: int | None = None) -> bytes:
@@ -274,14 +278,14 @@ class DiskStore(KeyState):
         if not queue.head and len(rows) < room + skip:  # the counter was ahead of the disk
             queue.count = 0
 
-    def _pop(self, queue: _Queue, room: int, skip: int = 0) -> tuple[bytes, Entry] | None:
+    def _pop(self, queue: _Queue, room: int, skip: int = 0) -> tuple[bytes, bytes] | None:
+        """The queue's first record: (record key, value)."""
         while not queue.head:
             if queue.count <= 0:
                 return None
             self._load(queue, room, skip)
         queue.count -= 1
-        disk_key, value = queue.head.pop(0)
-        return disk_key, _entry(_U64.unpack_from(disk_key, len(disk_key) - 8)[0], value)
+        return queue.head.pop(0)
 
     def _back_queue(self, key: str, refresh: bool, count: int = 0) -> _Queue:
         prefix = b"B" + key.encode() + b"\x00"
@@ -299,14 +303,29 @@ class DiskStore(KeyState):
             if entry.fp:
                 self._journal.append(entry.fp)
 
-    def front_pop(self, band: int) -> Entry | None:
+    def route(self, band: int) -> tuple[str, int] | None:
+        """The band's first front record becomes a back record (read, not decoded: its
+        value is the same)."""
         item = self._pop(self._front[band], self.front_room)
         if item is None:
             return None
-        self._delete(item[0])
+        front_key, value = item
+        self._delete(front_key)
+        entry_id = _U64.unpack_from(front_key, len(front_key) - 8)[0]
         if self._promoted:
-            self._promoted.pop(item[1].id, None)
-        return item[1]
+            self._promoted.pop(entry_id, None)
+        fp, priority, flags, n = _VALUE.unpack_from(value)
+        key_bytes = value[_VALUE.size:_VALUE.size + n]
+        key, refresh = key_bytes.decode(), flags >= 128
+        disk_key = _back_record(key_bytes, refresh, priority, flags & 127, entry_id)
+        self._put(disk_key, value)
+        lane = self._lanes[refresh]
+        queue = lane.get(key)
+        if queue is None:
+            queue = lane[key] = self._back_queue(key, refresh)
+        queue.add(disk_key, value, self.back_room, self.commits)
+        self._changed_hosts.add(key)
+        return key, fp
 
     def front_sizes(self) -> list[int]:
         return [queue.count for queue in self._front]
@@ -360,7 +379,8 @@ class DiskStore(KeyState):
             del lane[key]
         if item is None:
             return None
-        disk_key, entry = item
+        disk_key = item[0]
+        entry = _entry(_U64.unpack_from(disk_key, len(disk_key) - 8)[0], item[1])
         self._taken[entry.id] = disk_key
         taken[key] = taken.get(key, 0) + 1
         return entry

@@ -71,7 +71,9 @@ class FrontierStore(Protocol):
         """Keys whose back queue holds entries (after ``recover``: to make active again)."""
 
     def front_push(self, entries: list[Entry]) -> None: ...
-    def front_pop(self, band: int) -> Entry | None: ...
+    def route(self, band: int) -> tuple[str, int] | None:
+        """Move the first entry of a band's front queue to its key's back queue: its key and
+        fingerprint, or None if the band is empty."""
     def front_sizes(self) -> list[int]: ...
     def front_promote(self, entry: Entry, band: int) -> None: ...
 
@@ -189,7 +191,14 @@ class MemoryStore(KeyState):
             self._front[entry.band].append(entry)
             self._front_len[entry.band] += 1
 
-    def front_pop(self, band: int) -> Entry | None:
+    def route(self, band: int) -> tuple[str, int] | None:
+        entry = self._front_pop(band)
+        if entry is None:
+            return None
+        self.back_push(entry)
+        return entry.key, entry.fp
+
+    def _front_pop(self, band: int) -> Entry | None:
         queue = self._front[band]
         while queue:
             entry = queue.popleft()
