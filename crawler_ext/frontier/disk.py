@@ -219,15 +219,15 @@ class DiskStore(KeyState):
 
     def _commit(self) -> None:
         puts = self._puts
-        for key in self._changed_hosts:
-            s = self._hosts[key]
-            counts = []
-            for lane, taken in zip(self._lanes, self._taken_lanes):
-                queue = lane.get(key)
-                counts.append((queue.count if queue else 0) + taken.get(key, 0))
-            puts[b"H" + key.encode()] = _HOST.pack(
-                s.delay, s.backoff, math.nan if s.crawl_delay is None else s.crawl_delay,
-                s.next_allowed, s.floor, *counts)
+        hosts, pack, nan = self._hosts, _HOST.pack, math.nan
+        (discovery, refresh), (taken, taken_refresh) = self._lanes, self._taken_lanes
+        for key in self._changed_hosts:  # (one record per host changed: kept in one loop)
+            s = hosts[key]
+            d, r = discovery.get(key), refresh.get(key)
+            puts[b"H" + key.encode()] = pack(
+                s.delay, s.backoff, nan if s.crawl_delay is None else s.crawl_delay,
+                s.next_allowed, s.floor, (d.count if d is not None else 0) + taken.get(key, 0),
+                (r.count if r is not None else 0) + taken_refresh.get(key, 0))
         for band, queue in enumerate(self._front):
             puts[b"Mband" + bytes((band,))] = _U64.pack(queue.count)
         puts[b"Mdelayed"] = _U64.pack(self._delayed.count)

@@ -103,13 +103,15 @@ class InFlight:
             return
         info.left = True
         now = self.clock()
-        if info.status is None and self.robots is not None and request.meta.get(ROBOTS_META):
+        meta = request.meta
+        robots = meta.get(ROBOTS_META)
+        if info.status is None and self.robots is not None and robots:
             self.robots.answered(request, None, b"")  # unreachable: disallow all for now
-        latency = request.meta.get("download_latency")
+        latency = meta.get("download_latency")
         if latency is None:
             latency = now - info.started
         # the server's time, not our own lag; the key rests from when its response arrived
-        if request.meta.get(ROBOTS_META):
+        if robots:
             # a host's first fetch, on a new connection: its time is mostly the setup's
             server_time = self.latency.estimate(info.entry.key)
         else:
