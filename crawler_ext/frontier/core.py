@@ -16,7 +16,7 @@ from typing import Any
 
 from crawler_ext.frontier.contract import FrontierHooks, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
-from crawler_ext.frontier.storage import Entry, FrontierStore
+from crawler_ext.frontier.storage import Entry, FrontierStore, HostState
 from crawler_ext.recent import RecentMap
 
 __all__ = ["DROP", "Frontier", "Gate", "RefreshShare", "WeightedBands"]
@@ -226,10 +226,11 @@ class Frontier:
             self._active.add(key)
             self._schedule(key, now)
 
-    def _schedule(self, key: str, now: float) -> None:
+    def _schedule(self, key: str, now: float, state: HostState | None = None) -> None:
         if key in self._in_heap:
             return
-        state = self.store.host(key)
+        if state is None:
+            state = self.store.host(key)
         if state.in_flight >= self.max_in_flight or not self.store.back_size(key):
             return
         self._in_heap.add(key)
@@ -243,10 +244,9 @@ class Frontier:
             self._track(due)
         self._refill(now)
         while True:
-            top = self.store.heap_peek()
-            if top is None or top[0] > now:
+            key = self.store.heap_pop_ready(now)
+            if key is None:
                 return None
-            _, key = self.store.heap_pop()  # type: ignore[misc]
             self._in_heap.discard(key)
             discovery, refresh = self.store.back_lanes(key)
             entry = self.store.back_pop(key, self.lanes.refresh_next(key, discovery, refresh))
@@ -257,7 +257,7 @@ class Frontier:
                 self._queued_by_fp.pop(entry.fp, None)
                 self._in_back.discard(entry.fp)
             verdict = gate(entry, now) if gate is not None else entry
-            if verdict == DROP:
+            if isinstance(verdict, str) and verdict == DROP:
                 self.store.complete([entry.id])
                 self._stat("frontier/dropped", 1)
                 if self.store.back_size(key) or self.store.host(key).in_flight:
@@ -280,7 +280,7 @@ class Frontier:
             state.in_flight += 1
             if entry.id:
                 self.store.lease(entry)
-            self._schedule(key, now)  # more in flight allowed for this key?
+            self._schedule(key, now, state)  # more in flight allowed for this key?
             return entry
 
     def next_ready_time(self) -> float | None:
@@ -301,7 +301,7 @@ class Frontier:
             self.parked.pop(entry.key, None)
         self.store.host_changed(entry.key)
         if self.store.back_size(entry.key):
-            self._schedule(entry.key, now)
+            self._schedule(entry.key, now, state)
         elif state.in_flight == 0:  # (what _deactivate checks)
             self._active.discard(entry.key)
             self.lanes.forget(entry.key)

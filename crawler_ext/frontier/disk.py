@@ -466,6 +466,8 @@ class DiskStore(KeyState):
     def release_due(self, now: float) -> list[Entry]:
         due: list[Entry] = []
         queue = self._delayed
+        if queue.count <= 0:  # (asked before every dispatch)
+            return due
         while (when := self.next_due()) is not None and when <= now:
             disk_key, value = queue.head.pop(0)
             queue.count -= 1

@@ -99,8 +99,8 @@ class Durability:
 
     def _page_done(self, request: Any) -> None:
         info = self.inflight.get(request)
-        if info is not None and info.entry.fp:
-            self.intake.fetched(info.entry.fp)
+        if info is not None and info.fp:
+            self.intake.fetched(info.fp)
 
     def flush(self) -> None:
         self.flush_counts()

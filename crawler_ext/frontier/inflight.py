@@ -29,10 +29,13 @@ __all__ = ["Dispatched", "InFlight"]
 logger = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class Dispatched:
-    entry: Entry
-    started: float
+@dataclass(slots=True, eq=False)
+class Dispatched(Entry):
+    """A dispatched entry and what happened to its request.  The entry itself, not a record
+    holding it: each request waiting for its reap is one object fewer for the garbage
+    collector (objects kept past a young collection set the pace of full ones)."""
+
+    started: float = 0.0
     left: bool = False
     status: int | None = None
     retry_after: float | None = None
@@ -78,10 +81,11 @@ class InFlight:
         """The politeness key an in-flight request holds (the rendering pool paces the
         page's own sub-requests at its delay)."""
         info = self._requests.get(request)
-        return info.entry.key if info is not None else None
+        return info.key if info is not None else None
 
     def add(self, request: Request, entry: Entry, now: float) -> None:
-        self._requests[request] = Dispatched(entry, now)
+        self._requests[request] = Dispatched(entry.key, entry.band, entry.data, entry.fp,
+                                             entry.id, entry.priority, entry.refresh, now)
 
     def downloaded(self, response: Any, request: Request, spider: Any = None) -> None:
         """``response_downloaded``: the status and its time (robots.txt answers go to the
@@ -113,19 +117,19 @@ class InFlight:
         # the server's time, not our own lag; the key rests from when its response arrived
         if robots:
             # a host's first fetch, on a new connection: its time is mostly the setup's
-            server_time = self.latency.estimate(info.entry.key)
+            server_time = self.latency.estimate(info.key)
         else:
-            server_time = self.latency.observe(info.entry.key, float(latency), now)
+            server_time = self.latency.observe(info.key, float(latency), now)
         outcome = Outcome(info.status, server_time, info.retry_after)
-        delay = self.frontier.done(info.entry, outcome, info.arrived or now)
-        self._released(key=info.entry.key, status=info.status, started=info.started,
-                       delay=delay, discovery=self.frontier.discovery_waiting(info.entry.key))
+        delay = self.frontier.done(info, outcome, info.arrived or now)
+        self._released(key=info.key, status=info.status, started=info.started,
+                       delay=delay, discovery=self.frontier.discovery_waiting(info.key))
         if info.status is None or info.status in BACKOFF_STATUSES:
             self._inc("frontier/backoffs")
             if info.retry_after is not None:
                 self._inc("frontier/retry_after_honoured")
-        if info.entry.key in self.frontier.parked:
-            self._parked(info.entry.key, delay)
+        if info.key in self.frontier.parked:
+            self._parked(info.key, delay)
         elif delay > self._delay_max:
             self._delay_max = delay
         self._rearm()
@@ -154,7 +158,7 @@ class InFlight:
             if not info.left:  # dropped before the downloader (e.g. by a middleware)
                 if self.robots is not None and request.meta.get(ROBOTS_META):
                     self.robots.answered(request, None, b"")  # (the SSRF guard): unreachable
-                self.frontier.release(info.entry, now)
+                self.frontier.release(info, now)
                 self._rearm()
             del self._requests[request]
-            yield info.entry
+            yield info

@@ -67,7 +67,11 @@ class LagProbe:
     def lag(self, now: float) -> float:
         """The reactor's recent lag, seconds."""
         blocked = now - self._last if self._last is not None else 0.0
-        recent = next((gap for t, gap in self._ticks if t >= now - self.window), 0.0)
+        recent, since = 0.0, now - self.window
+        for t, gap in self._ticks:  # (a loop, not a generator: asked at every release)
+            if t >= since:
+                recent = gap
+                break
         return max(blocked, recent, 0.0)
 
     def server_latency(self, measured: float, now: float) -> float:

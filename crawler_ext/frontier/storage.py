@@ -92,7 +92,8 @@ class FrontierStore(Protocol):
 
     def heap_push(self, key: str, when: float) -> None: ...
     def heap_peek(self) -> tuple[float, str] | None: ...
-    def heap_pop(self) -> tuple[float, str] | None: ...
+    def heap_pop_ready(self, now: float) -> str | None:
+        """The key at the top of the heap if its time has come (taken off), else None."""
 
     def lease(self, entry: Entry) -> None: ...
     def complete(self, entry_ids: list[int]) -> None: ...
@@ -132,11 +133,11 @@ class KeyState:
     def heap_peek(self) -> tuple[float, str] | None:
         return (self._heap[0][0], self._heap[0][2]) if self._heap else None
 
-    def heap_pop(self) -> tuple[float, str] | None:
-        if not self._heap:
+    def heap_pop_ready(self, now: float) -> str | None:
+        heap = self._heap
+        if not heap or heap[0][0] > now:
             return None
-        when, _, key = heapq.heappop(self._heap)
-        return when, key
+        return heapq.heappop(heap)[2]
 
 
 class MemoryStore(KeyState):
