@@ -23,7 +23,8 @@ in one scan when the head runs dry.  An entry's record is written once when it i
 moved (front -> back) when it is routed; a record handed out stays on disk until ``complete``
 deletes it, so after a kill -9 everything not completed is queued again.  Writes are batched
 and committed by ``flush`` (every ``CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL``); a head that runs dry
-commits first, so that a scan sees every write before it.
+commits first if a write not committed yet lies in the range it scans, so that the scan sees
+it (a commit before every head read was a fifth of dispatch's time).
 """
 
 from __future__ import annotations
