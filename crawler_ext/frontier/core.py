@@ -302,9 +302,8 @@ class Frontier:
         self.store.host_changed(entry.key)
         if self.store.back_size(entry.key):
             self._schedule(entry.key, now, state)
-        elif state.in_flight == 0:  # (what _deactivate checks)
-            self._active.discard(entry.key)
-            self.lanes.forget(entry.key)
+        elif state.in_flight == 0:  # (what _deactivate checks, known here)
+            self._retire(entry.key)
         return delay
 
     def release(self, entry: Entry, now: float) -> None:
@@ -319,8 +318,12 @@ class Frontier:
 
     def _deactivate(self, key: str) -> None:
         if self.store.back_size(key) == 0 and self.store.host(key).in_flight == 0:
-            self._active.discard(key)
-            self.lanes.forget(key)
+            self._retire(key)
+
+    def _retire(self, key: str) -> None:
+        """The key has nothing queued and nothing in flight: it is not active any more."""
+        self._active.discard(key)
+        self.lanes.forget(key)
 
     def complete(self, entry_ids: list[int]) -> None:
         """The requests' responses were processed (their links admitted): forget them."""

@@ -320,12 +320,7 @@ class DiskStore(KeyState):
         key, refresh = key_bytes.decode(), flags >= 128
         disk_key = _back_record(key_bytes, refresh, priority, flags & 127, entry_id)
         self._put(disk_key, value)
-        lane = self._lanes[refresh]
-        queue = lane.get(key)
-        if queue is None:
-            queue = lane[key] = self._back_queue(key, refresh)
-        queue.add(disk_key, value, self.back_room, self.commits)
-        self._changed_hosts.add(key)
+        self._back_add(key, refresh, disk_key, value)
         return key, fp
 
     def front_sizes(self) -> list[int]:
@@ -353,7 +348,7 @@ class DiskStore(KeyState):
     # -- back queues --------------------------------------------------------------------------
     def back_push(self, entry: Entry) -> None:
         key = entry.key
-        lane, taken = self._lanes[entry.refresh], self._taken_lanes[entry.refresh]
+        taken = self._taken_lanes[entry.refresh]
         disk_key = self._taken.pop(entry.id, None) if entry.id else None
         value = _value(entry)
         if disk_key is not None:  # handed out and given back: its record is still on disk
@@ -364,9 +359,14 @@ class DiskStore(KeyState):
             self._assign_id(entry)
             disk_key = _back_key(entry)
             self._put(disk_key, value)
+        self._back_add(key, entry.refresh, disk_key, value)
+
+    def _back_add(self, key: str, refresh: bool, disk_key: bytes, value: bytes) -> None:
+        """A record is in the key's back queue (its lane's): the queue's head and count."""
+        lane = self._lanes[refresh]
         queue = lane.get(key)
         if queue is None:
-            queue = lane[key] = self._back_queue(key, entry.refresh)
+            queue = lane[key] = self._back_queue(key, refresh)
         queue.add(disk_key, value, self.back_room, self.commits)
         self._changed_hosts.add(key)
 
