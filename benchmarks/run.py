@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [politeness] [priority] [priority_real] [scale] [seen] [dedup]
                              [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
-                             [distributed_scale] [recrawl] [render]
+                             [distributed_scale] [recrawl] [render] [dispatch]
                              [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
@@ -281,12 +281,16 @@ def _rss() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -> dict:
+def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None,
+               collector: str = "on") -> dict:
     """One scheduler fed ``n`` new links over ``hosts`` hosts through ``enqueue_request`` (a
     Request built per link, as a spider does), then drained through ``next_request``; RSS growth
     and disk use after the enqueue.  ``kind``: ``disk`` (crawler_ext's disk frontier, admission
     and the Bloom seen set included), ``stock-memory``, ``stock-disk`` (Scrapy's scheduler with
-    its disk queues and RFPDupeFilter under JOBDIR)."""
+    its disk queues and RFPDupeFilter under JOBDIR).  ``collector``: ``on``, ``off`` (the
+    garbage collector switched off while dispatching), or ``census`` (after ``dispatch_max``
+    dispatches, the objects the collector tracks that each request in flight keeps alive,
+    counted over the next 9,999 dispatches, before their reap; nothing is timed)."""
     from scrapy import Request, Spider
     from scrapy.utils.reactor import install_reactor, is_reactor_installed
 
@@ -348,18 +352,48 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -
     gc.collect()
     rss = _rss() - rss0
     disk = _du(tmp)
-    got = 0
-    limit = dispatch_max or n
+    full = [0, 0.0, 0.0]  # full collections while dispatching, their time, the last start
+
+    def on_collection(phase: str, info: dict) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                full[2] = time.perf_counter()
+            else:
+                full[0] += 1
+                full[1] += time.perf_counter() - full[2]
+
+    flushing = [0.0]
+
+    def drain(limit: int, reap: bool = True) -> int:
+        got = 0
+        while got < limit and (request := sched.next_request()) is not None:
+            got += 1
+            if left is not None:
+                left(request)  # the download returns at once: the host is free again
+            if reap and store is not None and got % 10_000 == 0:
+                t = time.perf_counter()
+                sched.durability.flush()  # completes what was processed, commits, flushes the seen set
+                flushing[0] += time.perf_counter() - t
+        return got
+
+    kept = None
+    if collector == "census":  # after the dispatches asked for, the next 9,999 before a reap
+        got = drain(dispatch_max or 0)
+        sched.durability.flush()
+        before = _tracked_types()
+        extra = drain(9_999, reap=False)
+        kept = {name: count / extra
+                for name, count in (_tracked_types() - before).most_common(5)}
+    gc.callbacks.append(on_collection)
+    if collector == "off":
+        gc.disable()
     t2 = time.perf_counter()
-    while got < limit and (request := sched.next_request()) is not None:
-        got += 1
-        if left is not None:
-            left(request)  # the download returns at once: the host is free again
-        if store is not None and got % 10_000 == 0:
-            sched.durability.flush()  # completes what was processed, commits, flushes the seen set
+    got = drain((dispatch_max or n) if collector != "census" else 0)
+    t3 = time.perf_counter()
+    gc.enable()
+    gc.callbacks.remove(on_collection)
     if store is not None:
         sched.durability.flush()
-    t3 = time.perf_counter()
     gc.collect()
     rss_after = _rss() - rss0
     import shutil
@@ -368,7 +402,36 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None) -
     return {"kind": kind, "n": n, "rss": rss / n, "disk": disk / n, "enqueue": n / in_scheduler,
             "enqueue_with_requests": n / (t1 - t0),
             "dispatch": got / (t3 - t2) if got else 0.0, "dispatched": got,
-            "rss_after_dispatch": rss_after / n}
+            "rss_after_dispatch": rss_after / n,
+            "flush_share": flushing[0] / (t3 - t2) if got else 0.0,
+            "full_collections": full[0], "collection_share": full[1] / (t3 - t2) if got else 0.0,
+            "kept_per_request": kept}
+
+
+def _tracked_types() -> Counter:
+    """The objects the garbage collector tracks, by type, after a collection."""
+    gc.collect()
+    return Counter(type(o).__name__ for o in gc.get_objects())
+
+
+def bench_dispatch(quick: bool) -> None:
+    """Where the disk frontier's dispatch goes: the scale run's dispatch loop at a tenth of
+    its size (the same hosts), with the collector as it is and switched off, side by side,
+    and what each request in flight keeps alive for the collector (counted after as many
+    dispatches, so that every host has been seen)."""
+    n, hosts, m = (200_000, 20_000, 60_000) if quick else (1_000_000, 100_000, 300_000)
+    on, off, census = (_in_child("scale", "disk", n, hosts, m, mode)
+                       for mode in ("on", "off", "census"))
+    kept = ", ".join(f"{name} {per:.2f}" for name, per in census["kept_per_request"].items()
+                     if per >= 0.05)
+    table(f"Dispatch probe: {m:,} dispatches after {n:,} URLs over {hosts:,} hosts were "
+          f"enqueued (crawler_ext's disk frontier; a reap every 10,000); objects kept alive "
+          f"per request in flight: {kept}",
+          ["collector", "dispatch/s", "share in the flush (reap, commit)",
+           "full collections", "share in full collections", "dispatch vs collector off"],
+          [[name, r["dispatch"], r["flush_share"], r["full_collections"],
+            r["collection_share"], r["dispatch"] / off["dispatch"]]
+           for name, r in (("as it is", on), ("off while dispatching", off))])
 
 
 def bench_scale(quick: bool) -> None:
@@ -493,7 +556,8 @@ def _child(kind: str, *args: str) -> None:
         print(json.dumps(_engine_feed(args[0], int(args[1]), int(args[2]), int(args[3]))))
     elif kind == "scale":
         print(json.dumps(_scale_run(args[0], int(args[1]), int(args[2]),
-                                    int(args[3]) if len(args) > 3 else None)))
+                                    int(args[3]) if len(args) > 3 else None,
+                                    args[4] if len(args) > 4 else "on")))
 
 
 def _in_child(kind: str, *args: object, timeout: float = 7200) -> dict:
@@ -1534,7 +1598,7 @@ BENCHES = {"politeness": bench_politeness, "priority": bench_priority,
            "hostile": bench_hostile, "engines": bench_engines,
            "scale50": bench_scale50, "cpu": bench_cpu,
            "distributed_scale": bench_distributed_scale, "recrawl": bench_recrawl,
-           "render": bench_render}
+           "render": bench_render, "dispatch": bench_dispatch}
 
 
 def main() -> int:
