@@ -378,7 +378,7 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None,
 
     kept = None
     if collector == "census":  # after the dispatches asked for, the next 9,999 before a reap
-        got = drain(dispatch_max or 0)
+        drain(dispatch_max or 0)
         sched.durability.flush()
         before = _tracked_types()
         extra = drain(9_999, reap=False)
