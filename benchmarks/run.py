@@ -418,22 +418,30 @@ def _tracked_types() -> Counter:
 
 def bench_dispatch(quick: bool) -> None:
     """Where the disk frontier's dispatch goes: the scale run's dispatch loop at a tenth of
-    its size (the same hosts), with the collector as it is and switched off, side by side,
-    and what each request in flight keeps alive for the collector (counted after as many
-    dispatches, so that every host has been seen)."""
+    its size (the same hosts), compiled (setup.py) and as Python, with the collector as it is
+    and switched off, side by side, and what each request in flight keeps alive for the
+    collector (counted after as many dispatches, so that every host has been seen)."""
+    import crawler_ext
+
     n, hosts, m = (200_000, 20_000, 60_000) if quick else (1_000_000, 100_000, 300_000)
-    on, off, census = (_in_child("scale", "disk", n, hosts, m, mode)
-                       for mode in ("on", "off", "census"))
+    build = "compiled" if crawler_ext.compiled() else "Python (nothing compiled in this install)"
+    runs = [(f"{build}, collector as it is", _in_child("scale", "disk", n, hosts, m, "on")),
+            (f"{build}, collector off while dispatching",
+             _in_child("scale", "disk", n, hosts, m, "off")),
+            ("Python (CRAWLER_EXT_PURE_PYTHON=1), collector as it is",
+             _in_child("scale", "disk", n, hosts, m, "on", python=True))]
+    census = _in_child("scale", "disk", n, hosts, m, "census")
     kept = ", ".join(f"{name} {per:.2f}" for name, per in census["kept_per_request"].items()
                      if per >= 0.05)
+    python = runs[-1][1]["dispatch"]
     table(f"Dispatch probe: {m:,} dispatches after {n:,} URLs over {hosts:,} hosts were "
           f"enqueued (crawler_ext's disk frontier; a reap every 10,000); objects kept alive "
           f"per request in flight: {kept}",
-          ["collector", "dispatch/s", "share in the flush (reap, commit)",
-           "full collections", "share in full collections", "dispatch vs collector off"],
+          ["build, collector", "dispatch/s", "share in the flush (reap, commit)",
+           "full collections", "share in full collections", "enqueue/s (scheduler)",
+           "dispatch vs Python"],
           [[name, r["dispatch"], r["flush_share"], r["full_collections"],
-            r["collection_share"], r["dispatch"] / off["dispatch"]]
-           for name, r in (("as it is", on), ("off while dispatching", off))])
+            r["collection_share"], r["enqueue"], r["dispatch"] / python] for name, r in runs])
 
 
 def bench_scale(quick: bool) -> None:
@@ -441,11 +449,14 @@ def bench_scale(quick: bool) -> None:
     names = {"disk": "crawler_ext, disk frontier (RocksDB)",
              "stock-memory": "stock Scrapy scheduler (memory)",
              "stock-disk": "stock Scrapy scheduler (disk queues, JOBDIR)"}
+    import crawler_ext
+
     rows = [_in_child("scale", kind, n, hosts) for kind in names]
     base = rows[1]
+    build = "compiled" if crawler_ext.compiled() else "as Python"
     table(f"Scale: {n:,} queued URLs over {hosts:,} hosts (enqueue through admission and the "
           f"seen set, then dispatch everything; memory is the process RSS growth; each "
-          f"scheduler in a process of its own)",
+          f"scheduler in a process of its own; crawler_ext {build})",
           ["frontier", "URLs", "memory bytes per URL", "disk bytes per URL",
            "enqueue/s (scheduler)", "enqueue/s (with the spider's Request)", "dispatch/s",
            "dispatched", "memory vs stock memory", "enqueue rate vs stock"],
@@ -562,9 +573,11 @@ def _child(kind: str, *args: str) -> None:
                                     args[4] if len(args) > 4 else "on")))
 
 
-def _in_child(kind: str, *args: object, timeout: float = 7200) -> dict:
+def _in_child(kind: str, *args: object, timeout: float = 7200, python: bool = False) -> dict:
+    """``python``: the modules setup.py compiles imported as Python (CRAWLER_EXT_PURE_PYTHON)."""
+    env = {**os.environ, "CRAWLER_EXT_PURE_PYTHON": "1"} if python else None
     proc = subprocess.run([sys.executable, __file__, "--child", kind, *map(str, args)],
-                          stdout=subprocess.PIPE, text=True, timeout=timeout, cwd=ROOT)
+                          stdout=subprocess.PIPE, text=True, timeout=timeout, cwd=ROOT, env=env)
     if proc.returncode:
         raise RuntimeError(f"{kind} {args}: exit {proc.returncode}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

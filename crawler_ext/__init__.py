@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from crawler_ext.compiled import compiled, prefer_source, warn_if_stale
+
 __version__ = "0.1.0"
-__all__ = ["Addon", "__version__"]
+__all__ = ["Addon", "__version__", "compiled"]
+
+if os.environ.get("CRAWLER_EXT_PURE_PYTHON"):
+    prefer_source()  # the modules setup.py compiles run as Python
+else:
+    warn_if_stale()  # an editable install's compiled modules, edited since they were built
 
 
 def __getattr__(name: str) -> Any:

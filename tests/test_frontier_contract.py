@@ -13,7 +13,8 @@ from crawler_ext.frontier.codec import entry_url
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import RocksEngine
-from crawler_ext.frontier.storage import Entry, FrontierStore
+from crawler_ext.frontier.contract import FrontierStore
+from crawler_ext.frontier.storage import Entry
 from crawler_ext.admission.urls import fingerprint
 
 BACKENDS = ["memory", "sqlite", "disk", "redis"]

@@ -11,7 +11,7 @@ from crawler_ext.frontier import (
     Entry, Frontier, MemoryStore, Outcome, PolitenessPolicy, SqliteStore, WeightedBands,
     parse_retry_after,
 )
-from crawler_ext.frontier.storage import FrontierStore
+from crawler_ext.frontier.contract import FrontierStore
 
 
 def make(store=None, weights=(5, 2, 1), **kw) -> Frontier:

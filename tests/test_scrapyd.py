@@ -31,7 +31,7 @@ def test_scrapyd_runs_the_deployed_spider(testweb_factory, tmp_path: Path) -> No
     web = testweb_factory(hosts=3, pages=4, hazards=False)
     project = tmp_path / "project"
     shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(
-        ".git", "*.egg-info", "build", "__pycache__", ".pytest_cache", ".venv", "setup.py"))
+        ".git", "*.egg-info", "build", "__pycache__", ".pytest_cache", ".venv", "*.so"))
     port = free_port()
     cfg = (project / "scrapy.cfg").read_text().replace("127.0.0.1:6800", f"127.0.0.1:{port}")
     (project / "scrapy.cfg").write_text(cfg)

@@ -56,7 +56,7 @@ import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from twisted.internet import threads
@@ -134,7 +134,8 @@ def _state_from(blob: bytes) -> tuple[HostState, dict[str, list]]:
         return HostState(), {}
     data = json.loads(blob)
     robots = data.pop("robots", {})
-    return HostState(**{k: v for k, v in data.items() if k in HostState.__slots__}), robots
+    names = {f.name for f in fields(HostState)}  # (a compiled HostState has no __slots__)
+    return HostState(**{k: v for k, v in data.items() if k in names}), robots
 
 
 class _Ops:

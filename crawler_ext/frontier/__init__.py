@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from crawler_ext.frontier.contract import FrontierStore
 from crawler_ext.frontier.core import Frontier, WeightedBands
 from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy, parse_retry_after
 from crawler_ext.frontier.sqlite import SqliteStore
-from crawler_ext.frontier.storage import Entry, FrontierStore, HostState, MemoryStore
+from crawler_ext.frontier.storage import Entry, HostState, MemoryStore
 
 __all__ = [
     "Entry", "Frontier", "FrontierScheduler", "FrontierStore", "HostState", "MemoryStore",

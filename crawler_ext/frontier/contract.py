@@ -3,7 +3,8 @@
 Three backends implement it: :class:`~crawler_ext.frontier.core.Frontier` over the memory or
 the sqlite store (one process), and :class:`~crawler_ext.distributed.frontier.RedisFrontier` (many
 workers).  The scheduler talks to this contract only; no code looks at which backend it has.
-``tests/test_frontier_contract.py`` runs the same scenarios over all three.
+``tests/test_frontier_contract.py`` runs the same scenarios over all three.  Below it,
+:class:`FrontierStore` is what ``Frontier`` asks of a store (memory, sqlite, disk).
 
 The life of an entry::
 
@@ -23,12 +24,12 @@ then band, then arrival; across keys, the bands (weighted, none starves) decide.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from crawler_ext.frontier.politeness import Outcome
-from crawler_ext.frontier.storage import Entry
+from crawler_ext.frontier.storage import Entry, HostState
 
-__all__ = ["FrontierBackend", "FrontierHooks", "Gate"]
+__all__ = ["FrontierBackend", "FrontierHooks", "FrontierStore", "Gate"]
 
 #: A gate looks at the entry about to be dispatched and answers: the entry itself (go), a
 #: substitute entry to dispatch first (a prerequisite such as robots.txt; the entry waits),
@@ -113,3 +114,60 @@ class FrontierBackend(Protocol):
                    on_stat: Callable[[str, float], None]) -> Any:
         """A log every worker reads (learned rules), or None when the frontier is local."""
     def publish_stats(self, stats: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class FrontierStore(Protocol):
+    """What the frontier needs from a backend.  All methods are non-blocking."""
+
+    #: whether entries outlive the process (then requests must be serialisable)
+    durable: bool
+
+    def open(self) -> None: ...
+    def close(self, commit: bool = True) -> None: ...
+    def flush(self) -> None: ...
+    def recover(self) -> int:
+        """Queue again what the store held at its last stop; how many entries."""
+    def back_keys(self) -> list[str]:
+        """Keys whose back queue holds entries (after ``recover``: to make active again)."""
+
+    def front_push(self, entries: list[Entry]) -> None: ...
+    def route(self, band: int) -> tuple[str, int] | None:
+        """Move the first entry of a band's front queue to its key's back queue: its key and
+        fingerprint, or None if the band is empty."""
+    def front_sizes(self) -> list[int]: ...
+    def front_promote(self, entry: Entry, band: int) -> None: ...
+
+    def back_push(self, entry: Entry) -> None:
+        """Into the key's refresh lane if ``entry.refresh``, else its discovery lane."""
+    def back_pop(self, key: str, refresh: bool = False) -> Entry | None:
+        """The best entry of one lane of the key's back queue."""
+    def back_size(self, key: str) -> int:
+        """Entries in the key's back queue, both lanes."""
+    def back_lanes(self, key: str) -> tuple[int, int]:
+        """Entries in the key's discovery lane and in its refresh lane."""
+    def back_promote(self, entry: Entry, band: int) -> bool:
+        """Rank a queued entry of a back queue by a better band; False if it is not there
+        (a store that must search the whole queue looks in queues up to
+        :data:`BACK_PROMOTE_MAX` long only)."""
+
+    def heap_push(self, key: str, when: float) -> None: ...
+    def heap_peek(self) -> tuple[float, str] | None: ...
+    def heap_pop_ready(self, now: float) -> str | None:
+        """The key at the top of the heap if its time has come (taken off), else None."""
+
+    def lease(self, entry: Entry) -> None: ...
+    def complete(self, entry_ids: list[int]) -> None: ...
+
+    def host(self, key: str) -> HostState: ...
+    def host_changed(self, key: str) -> None: ...
+
+    def pending(self) -> int: ...
+
+    def delay_push(self, entries: list[Entry], due: float) -> None: ...
+    def release_due(self, now: float) -> list[Entry]: ...
+    def next_due(self) -> float | None: ...
+    def delayed(self) -> int: ...
+
+    def admitted_since(self, mark: int) -> tuple[list[int], int]: ...
+    def admitted_mark(self) -> int: ...

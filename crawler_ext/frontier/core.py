@@ -14,9 +14,9 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from crawler_ext.frontier.contract import FrontierHooks, Gate
+from crawler_ext.frontier.contract import FrontierHooks, FrontierStore, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
-from crawler_ext.frontier.storage import Entry, FrontierStore, HostState
+from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.recent import RecentMap
 
 __all__ = ["DROP", "Frontier", "Gate", "RefreshShare", "WeightedBands"]

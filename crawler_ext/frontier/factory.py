@@ -22,7 +22,8 @@ from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import make_engine
 from crawler_ext.frontier.politeness import PolitenessPolicy
 from crawler_ext.frontier.sqlite import SqliteStore
-from crawler_ext.frontier.storage import FrontierStore, MemoryStore
+from crawler_ext.frontier.contract import FrontierStore
+from crawler_ext.frontier.storage import MemoryStore
 from crawler_ext.hosts.robots import RobotsCache
 
 if TYPE_CHECKING:

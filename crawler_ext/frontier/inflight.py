@@ -29,7 +29,7 @@ __all__ = ["Dispatched", "InFlight"]
 logger = logging.getLogger(__name__)
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class Dispatched(Entry):
     """A dispatched entry and what happened to its request.  The entry itself, not a record
     holding it: each request waiting for its reap is one object fewer for the garbage
@@ -40,6 +40,20 @@ class Dispatched(Entry):
     status: int | None = None
     retry_after: float | None = None
     arrived: float | None = None  # when the response came out of the download handler
+
+    def __init__(self, entry: Entry, started: float) -> None:  # (one per dispatch: compiled)
+        self.key = entry.key
+        self.band = entry.band
+        self.data = entry.data
+        self.fp = entry.fp
+        self.id = entry.id
+        self.priority = entry.priority
+        self.refresh = entry.refresh
+        self.started = started
+        self.left = False
+        self.status = None
+        self.retry_after = None
+        self.arrived = None
 
 
 class InFlight:
@@ -84,8 +98,7 @@ class InFlight:
         return info.key if info is not None else None
 
     def add(self, request: Request, entry: Entry, now: float) -> None:
-        self._requests[request] = Dispatched(entry.key, entry.band, entry.data, entry.fp,
-                                             entry.id, entry.priority, entry.refresh, now)
+        self._requests[request] = Dispatched(entry, now)
 
     def downloaded(self, response: Any, request: Request, spider: Any = None) -> None:
         """``response_downloaded``: the status and its time (robots.txt answers go to the

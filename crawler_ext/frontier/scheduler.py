@@ -160,9 +160,11 @@ class FrontierScheduler(BaseScheduler):
             sig = self.crawler.signals
             sig.connect(self.learning.content_duplicate, signal=content_duplicate)
             sig.connect(self.learning.content_checked, signal=content_checked)
-            sig.connect(self.durability.storage_failed, signal=storage_failed)
-            sig.connect(self.inflight.downloaded, signal=signals.response_downloaded)
-            sig.connect(self.inflight.left, signal=signals.request_left_downloader)
+            # the receivers are this module's methods: Scrapy's signals need plain Python
+            # functions, and the parts they call may be compiled (setup.py)
+            sig.connect(self._storage_failed, signal=storage_failed)
+            sig.connect(self._response_downloaded, signal=signals.response_downloaded)
+            sig.connect(self._request_left_downloader, signal=signals.request_left_downloader)
             if self.frontier.wait_for_seeds:
                 sig.connect(self.hooks.keep_waiting, signal=signals.spider_idle)
             sig.send_catch_log(frontier_opened, progress=self.figures.now,
@@ -194,6 +196,15 @@ class FrontierScheduler(BaseScheduler):
         if self.stats is not None:
             self.figures.final()
         return self.df.close("disk_full" if self.durability.frozen else reason)
+
+    def _storage_failed(self, where: str = "", **_: Any) -> None:
+        self.durability.storage_failed(where)
+
+    def _response_downloaded(self, response: Any, request: Request, **_: Any) -> None:
+        self.inflight.downloaded(response, request)
+
+    def _request_left_downloader(self, request: Request, **_: Any) -> None:
+        self.inflight.left(request)
 
     def _start_loop(self, func: Any, interval: float, now: bool = True) -> None:
         loop = create_looping_call(func)
