@@ -59,8 +59,8 @@ def compiled_extensions() -> list:
         return []
     try:
         # the libraries it imports are typed as Any, and only the modules compiled are checked
-        extensions = mypycify(["--ignore-missing-imports", "--follow-imports=silent", *COMPILED], opt_level="3",
-                              group_name="crawler_ext_compiled")
+        extensions = mypycify(["--ignore-missing-imports", "--follow-imports=silent", *COMPILED],
+                              opt_level="3", group_name="crawler_ext_compiled")
     except (Exception, SystemExit) as exc:  # mypy's type check failed: pure Python
         print(f"crawler_ext: mypyc failed ({exc!r}), nothing is compiled", file=sys.stderr)
         remove_inplace_builds()  # (they would run the code as it was)
