@@ -416,15 +416,20 @@ def _tracked_types() -> Counter:
     return Counter(type(o).__name__ for o in gc.get_objects())
 
 
+def _build() -> str:
+    """Which build of crawler_ext this run measures (setup.py)."""
+    import crawler_ext
+
+    return "compiled" if crawler_ext.compiled() else "Python (nothing compiled in this install)"
+
+
 def bench_dispatch(quick: bool) -> None:
     """Where the disk frontier's dispatch goes: the scale run's dispatch loop at a tenth of
     its size (the same hosts), compiled (setup.py) and as Python, with the collector as it is
     and switched off, side by side, and what each request in flight keeps alive for the
     collector (counted after as many dispatches, so that every host has been seen)."""
-    import crawler_ext
-
     n, hosts, m = (200_000, 20_000, 60_000) if quick else (1_000_000, 100_000, 300_000)
-    build = "compiled" if crawler_ext.compiled() else "Python (nothing compiled in this install)"
+    build = _build()
     runs = [(f"{build}, collector as it is", _in_child("scale", "disk", n, hosts, m, "on")),
             (f"{build}, collector off while dispatching",
              _in_child("scale", "disk", n, hosts, m, "off")),
@@ -449,14 +454,12 @@ def bench_scale(quick: bool) -> None:
     names = {"disk": "crawler_ext, disk frontier (RocksDB)",
              "stock-memory": "stock Scrapy scheduler (memory)",
              "stock-disk": "stock Scrapy scheduler (disk queues, JOBDIR)"}
-    import crawler_ext
-
     rows = [_in_child("scale", kind, n, hosts) for kind in names]
     base = rows[1]
-    build = "compiled" if crawler_ext.compiled() else "as Python"
+    build = _build()
     table(f"Scale: {n:,} queued URLs over {hosts:,} hosts (enqueue through admission and the "
           f"seen set, then dispatch everything; memory is the process RSS growth; each "
-          f"scheduler in a process of its own; crawler_ext {build})",
+          f"scheduler in a process of its own; crawler_ext: {build})",
           ["frontier", "URLs", "memory bytes per URL", "disk bytes per URL",
            "enqueue/s (scheduler)", "enqueue/s (with the spider's Request)", "dispatch/s",
            "dispatched", "memory vs stock memory", "enqueue rate vs stock"],

@@ -49,9 +49,7 @@ def _pairs(package: Path = PACKAGE) -> list[tuple[str, Path, Path]]:
 def compiled() -> list[str]:
     """The dotted names of the modules that import as compiled extensions (none once
     :func:`prefer_source` was called)."""
-    if any(isinstance(finder, _SourceFirst) for finder in sys.meta_path):
-        return []
-    return built()
+    return [] if _source_first() else built()
 
 
 def built() -> list[str]:
@@ -90,5 +88,9 @@ def prefer_source() -> None:
     loaded = [name for name in built() if name in sys.modules]
     if loaded:
         raise RuntimeError(f"crawler_ext: {', '.join(loaded)} already imported compiled")
-    if not any(isinstance(finder, _SourceFirst) for finder in sys.meta_path):
+    if not _source_first():
         sys.meta_path.insert(0, _SourceFirst())
+
+
+def _source_first() -> bool:
+    return any(isinstance(finder, _SourceFirst) for finder in sys.meta_path)
