@@ -56,6 +56,7 @@ def compiled_extensions() -> list:
         from mypyc.build import mypycify
     except ImportError:
         print("crawler_ext: mypyc is not installed, nothing is compiled")
+        remove_inplace_builds()
         return []
     try:
         # the libraries it imports are typed as Any, and only the modules compiled are checked
