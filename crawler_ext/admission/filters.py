@@ -203,7 +203,7 @@ class Admission:
         return counts is not None and counts[0] >= self.rules.trap_min_evidence and \
             counts[0] >= counts[1]
 
-    def _reject_trap(self, reason: str, host: str, pattern: str) -> None:
+    def _reject_trap(self, reason: str, host: str, pattern: str) -> str | None:
         if host not in self._trap_logged and len(self._trap_logged) < 10_000:
             self._trap_logged.add(host)
             empty, distinct = self._evidence[(host, pattern)]
@@ -250,6 +250,7 @@ class Admission:
         params.add(param)
         return True
 
-    def _reject(self, reason: str) -> None:
+    def _reject(self, reason: str) -> str | None:
+        """Count the refusal; ``check``'s answer for a refused URL (None)."""
         self.on_reject(reason)
         return None

@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mypy_extensions import mypyc_attr
 from pybloom_live import ScalableBloomFilter
 from scrapy import Request
 from scrapy.utils.job import job_dir
@@ -111,6 +112,7 @@ class ExactSeenStore:
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # (compiled: setup.py)
 class BloomDupeFilter:
     """Seen set of URL fingerprints (:class:`~crawler_ext.seen.contract.SeenSet`, and Scrapy's
     dupefilter interface); ``dont_filter`` requests are never checked."""
