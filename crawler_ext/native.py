@@ -26,6 +26,8 @@ PACKAGE = Path(__file__).resolve().parent
 #: a source newer than its extension by more than this was edited after the build (a wheel's
 #: files are written within moments of each other)
 STALE_AFTER = 5.0
+#: the library holding the compiled code of every module (``group_name`` in setup.py)
+SHARED_LIBRARY = "crawler_ext_compiled__mypyc"
 
 
 def _pairs(package: Path = PACKAGE) -> list[tuple[str, Path, Path]]:
@@ -58,9 +60,13 @@ def built() -> list[str]:
 
 
 def warn_if_stale(package: Path = PACKAGE) -> list[str]:
-    """The compiled modules whose source was edited after the build (warned about)."""
+    """The compiled modules whose source was edited after the build (warned about).  A
+    module's code lives in the shared library beside the package (mypyc's group); its own
+    extension is a stub, which a build leaves as it was when it did not change."""
+    shared = [path.stat().st_mtime for suffix in EXTENSION_SUFFIXES
+              for path in package.parent.glob(f"{SHARED_LIBRARY}{suffix}")]
     stale = [dotted for dotted, source, extension in _pairs(package)
-             if source.stat().st_mtime > extension.stat().st_mtime + STALE_AFTER]
+             if source.stat().st_mtime > max([extension.stat().st_mtime, *shared]) + STALE_AFTER]
     if stale:
         warnings.warn(f"crawler_ext: {len(stale)} compiled module(s) are older than their "
                       f"source and run the old code ({', '.join(stale)}); build again with "

@@ -367,3 +367,36 @@ def test_is_plain_equals_its_first_definition_on_varied_requests() -> None:
         assert is_plain(request, spider) == reference(request), kwargs
         checked += 1
     assert checked == 3 * 5 * 7 * 4 * 8
+
+
+def test_a_request_in_flight_keeps_no_object_for_the_garbage_collector() -> None:
+    """What InFlight keeps per request until its reap is a tuple of plain values, which CPython
+    stops tracking at its first collection (objects kept past young collections pace the full
+    ones); the request's status and release still come out whole."""
+    import gc
+
+    from scrapy import Request
+
+    from crawler_ext.frontier.inflight import InFlight
+    from crawler_ext.frontier.lag import LagProbe, ServerLatency
+
+    class Response:
+        status, headers, body = 503, {"Retry-After": "7"}, b""
+
+    frontier = Frontier(MemoryStore(3), PolitenessPolicy(min_delay=0, max_delay=0), [5, 2, 1])
+    frontier.add([Entry("h", 0, b"U0..http://h/", fp=5)])
+    entry = frontier.next(100.0)
+    assert entry is not None
+    inflight = InFlight(frontier, None, ServerLatency(LagProbe(lambda: 100.0)), lambda: 100.0,
+                        lambda *a: None)
+    request = Request("http://h/")
+    inflight.add(request, entry, 100.0)
+    inflight.downloaded(Response(), request)
+    gc.collect()
+    assert not any(gc.is_tracked(kept) for kept in inflight._requests.values())
+    info = inflight.get(request)
+    assert (info.key, info.fp, info.status, info.retry_after, info.left) == ("h", 5, 503, 7.0,
+                                                                             False)
+    inflight.left(request)
+    assert inflight.get(request).left and frontier.store.host("h").in_flight == 0
+    assert [e.fp for e in inflight.reap(None, False)] == [5] and len(inflight) == 0

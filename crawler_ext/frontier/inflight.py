@@ -31,9 +31,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass(slots=True, eq=False, init=False)
 class Dispatched(Entry):
-    """A dispatched entry and what happened to its request.  The entry itself, not a record
-    holding it: each request waiting for its reap is one object fewer for the garbage
-    collector (objects kept past a young collection set the pace of full ones)."""
+    """A dispatched entry and what happened to its request, as :meth:`InFlight.get` and
+    :meth:`InFlight.reap` show it (built when asked: what is kept while the request is in
+    flight is a tuple, ``_Flight``)."""
 
     started: float = 0.0
     left: bool = False
@@ -41,19 +41,19 @@ class Dispatched(Entry):
     retry_after: float | None = None
     arrived: float | None = None  # when the response came out of the download handler
 
-    def __init__(self, entry: Entry, started: float) -> None:  # (one per dispatch: compiled)
-        self.key = entry.key
-        self.band = entry.band
-        self.data = entry.data
-        self.fp = entry.fp
-        self.id = entry.id
-        self.priority = entry.priority
-        self.refresh = entry.refresh
-        self.started = started
-        self.left = False
-        self.status = None
-        self.retry_after = None
-        self.arrived = None
+    def __init__(self, flight: _Flight) -> None:  # (compiled: written out)
+        (self.key, self.band, self.data, self.fp, self.id, self.priority, self.refresh,
+         self.started, self.status, self.retry_after, self.arrived, self.left) = flight
+
+
+#: what a request in flight keeps: its entry's fields (key, band, data, fp, id, priority,
+#: refresh), then started, status, retry_after, arrived, left.  A tuple of plain values, not
+#: an object: CPython stops tracking such a tuple at its first young collection, so a request
+#: waiting for its reap is one object fewer for the garbage collector to promote (the
+#: objects kept past young collections set the pace of the full ones: a record object per
+#: request was a fifth of their cost)
+_Flight = tuple[str, int, bytes, int, int, int, bool, float, int | None, float | None,
+                float | None, bool]
 
 
 class InFlight:
@@ -75,7 +75,7 @@ class InFlight:
         self.stats = stats
         self._released = released
         self._rearm = rearm
-        self._requests: dict[Request, Dispatched] = {}
+        self._requests: dict[Request, _Flight] = {}
         self._parked_logged = 0
         self._delay_max = -1.0  # since the last count_into
 
@@ -89,36 +89,39 @@ class InFlight:
         return len(self._requests)
 
     def get(self, request: Request | None) -> Dispatched | None:
-        return self._requests.get(request) if request is not None else None  # type: ignore[arg-type]
+        flight = self._requests.get(request) if request is not None else None  # type: ignore[arg-type]
+        return Dispatched(flight) if flight is not None else None
 
     def key_of(self, request: Request) -> str | None:
         """The politeness key an in-flight request holds (the rendering pool paces the
         page's own sub-requests at its delay)."""
-        info = self._requests.get(request)
-        return info.key if info is not None else None
+        flight = self._requests.get(request)
+        return flight[0] if flight is not None else None
 
     def add(self, request: Request, entry: Entry, now: float) -> None:
-        self._requests[request] = Dispatched(entry, now)
+        self._requests[request] = (entry.key, entry.band, entry.data, entry.fp, entry.id,
+                                   entry.priority, entry.refresh, now, None, None, None, False)
 
     def downloaded(self, response: Any, request: Request, spider: Any = None) -> None:
         """``response_downloaded``: the status and its time (robots.txt answers go to the
         gate with their bodies)."""
         if self.robots is not None and request.meta.get(ROBOTS_META):
             self.robots.answered(request, response.status, response.body)
-        info = self._requests.get(request)
-        if info is None:
+        flight = self._requests.get(request)
+        if flight is None:
             return
-        info.status = response.status
-        info.arrived = self.clock()
-        if response.status in BACKOFF_STATUSES:
-            info.retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        status: int = response.status
+        retry_after = parse_retry_after(response.headers.get("Retry-After")) \
+            if status in BACKOFF_STATUSES else flight[9]
+        self._requests[request] = flight[:8] + (status, retry_after, self.clock(), flight[11])
 
     def left(self, request: Request, spider: Any = None) -> None:
         """``request_left_downloader``: release the key with the server's time and outcome."""
-        info = self._requests.get(request)
-        if info is None or info.left:
+        flight = self._requests.get(request)
+        if flight is None or flight[11]:
             return
-        info.left = True
+        self._requests[request] = flight[:11] + (True,)
+        info = Dispatched(flight)
         now = self.clock()
         meta = request.meta
         robots = meta.get(ROBOTS_META)
@@ -163,11 +166,12 @@ class InFlight:
         the engine's requests in process, None without an engine), taken out; a request
         dropped before the downloader (a middleware) releases its key first."""
         now = self.clock()
-        for request, info in list(self._requests.items()):
+        for request, flight in list(self._requests.items()):
             if in_progress is not None and request in in_progress:
                 continue
-            if in_progress is None and not info.left and not final:
+            if in_progress is None and not flight[11] and not final:
                 continue
+            info = Dispatched(flight)
             if not info.left:  # dropped before the downloader (e.g. by a middleware)
                 if self.robots is not None and request.meta.get(ROBOTS_META):
                     self.robots.answered(request, None, b"")  # (the SSRF guard): unreachable
