@@ -166,7 +166,11 @@ class InFlight:
         the engine's requests in process, None without an engine), taken out; a request
         dropped before the downloader (a middleware) releases its key first."""
         now = self.clock()
-        for request, flight in list(self._requests.items()):
+        requests = self._requests
+        # its keys, not its items: a pair per request, all alive until the loop ends, made
+        # the young collections during a reap promote them (and the requests they hold)
+        for request in list(requests):
+            flight = requests[request]
             if in_progress is not None and request in in_progress:
                 continue
             if in_progress is None and not flight[11] and not final:
@@ -177,5 +181,5 @@ class InFlight:
                     self.robots.answered(request, None, b"")  # (the SSRF guard): unreachable
                 self.frontier.release(info, now)
                 self._rearm()
-            del self._requests[request]
+            del requests[request]
             yield info
