@@ -166,7 +166,7 @@ class DiskStore(KeyState):
         # back queues emptied, kept to serve the next keys: with more hosts than active keys,
         # a key's queue lives from its routing to its turn, long enough for the garbage
         # collector to promote it (and its head) to the old generation, which paces full
-        # collections -- one queue made and dropped per dispatch was a fifth of their cost
+        # collections (a queue and its head were made and dropped per dispatch)
         self._spare: list[_Queue] = []
         KeyState.__init__(self)
         self._puts: dict[bytes, bytes] = {}

@@ -50,8 +50,7 @@ class Dispatched(Entry):
 #: refresh), then started, status, retry_after, arrived, left.  A tuple of plain values, not
 #: an object: CPython stops tracking such a tuple at its first young collection, so a request
 #: waiting for its reap is one object fewer for the garbage collector to promote (the
-#: objects kept past young collections set the pace of the full ones: a record object per
-#: request was a fifth of their cost)
+#: objects kept past young collections set the pace of the full ones)
 _Flight = tuple[str, int, bytes, int, int, int, bool, float, int | None, float | None,
                 float | None, bool]
 
@@ -89,7 +88,9 @@ class InFlight:
         return len(self._requests)
 
     def get(self, request: Request | None) -> Dispatched | None:
-        flight = self._requests.get(request) if request is not None else None  # type: ignore[arg-type]
+        if request is None:
+            return None
+        flight = self._requests.get(request)
         return Dispatched(flight) if flight is not None else None
 
     def key_of(self, request: Request) -> str | None:
