@@ -66,7 +66,7 @@ def warn_if_stale(package: Path = PACKAGE) -> list[str]:
     shared = [path.stat().st_mtime for suffix in EXTENSION_SUFFIXES
               for path in package.parent.glob(f"{SHARED_LIBRARY}{suffix}")]
     stale = [dotted for dotted, source, extension in _pairs(package)
-             if source.stat().st_mtime > max(extension.stat().st_mtime, *shared) + STALE_AFTER]
+             if source.stat().st_mtime > max([extension.stat().st_mtime, *shared]) + STALE_AFTER]
     if stale:
         warnings.warn(f"crawler_ext: {len(stale)} compiled module(s) are older than their "
                       f"source and run the old code ({', '.join(stale)}); build again with "
