@@ -112,7 +112,7 @@ class ExactSeenStore:
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # (compiled: setup.py)
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py), subclassed by Python
 class BloomDupeFilter:
     """Seen set of URL fingerprints (:class:`~crawler_ext.seen.contract.SeenSet`, and Scrapy's
     dupefilter interface); ``dont_filter`` requests are never checked."""
