@@ -1,11 +1,11 @@
 """Build script, for two callers.
 
-* **pip** (``pip install .`` or ``-e .``): the package as ``setup.cfg`` describes it, with
-  the modules of the frontier's dispatch path compiled by mypyc where a C compiler and the
-  Python headers are at hand (they are the same source, type-checked, built as C extensions:
-  about 1.5x the dispatch rate, benchmarks/RESULTS.md).  Without a compiler, or with
-  ``CRAWLER_EXT_PURE_PYTHON=1`` in the environment, the package is pure Python and behaves
-  the same.  ``python -c "import crawler_ext; print(crawler_ext.compiled())"`` tells which.
+* **pip** (``pip install .`` or ``-e .``): the package as ``setup.cfg`` describes it, with the
+  modules of the frontier's dispatch and enqueue paths compiled by mypyc where a C compiler and
+  the Python headers are at hand (they are the same source, type-checked, built as C
+  extensions: about 1.5x the dispatch rate, benchmarks/RESULTS.md). Without a compiler, or with
+  ``CRAWLER_EXT_PURE_PYTHON=1`` in the environment, the package is pure Python and behaves the
+  same. ``python -c "import crawler_ext; print(crawler_ext.compiled())"`` tells which.
 * **scrapyd-deploy**, which builds the project's egg with ``setup.py bdist_uberegg``: the
   egg it would build with its own default ``setup.py`` (the project's packages and its
   settings module as the ``scrapy`` entry point); nothing is compiled (an egg's modules are

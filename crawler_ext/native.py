@@ -1,9 +1,10 @@
 """Which of the package's modules run compiled.
 
-``setup.py`` compiles the modules of the frontier's dispatch path with mypyc where it can (a C
-compiler at hand, ``CRAWLER_EXT_PURE_PYTHON`` not set).  Python imports a module's extension
-before its ``.py`` file, so in an editable install (``pip install -e .``) a module edited after
-the build still runs its old compiled code: :func:`warn_if_stale` says so, once, at import.
+``setup.py`` compiles the modules of the frontier's dispatch and enqueue paths with mypyc where
+it can (a C compiler at hand, ``CRAWLER_EXT_PURE_PYTHON`` not set). Python imports a module's
+extension before its ``.py`` file, so in an editable install (``pip install -e .``) a module
+edited after the build still runs its old compiled code: :func:`warn_if_stale` says so, once,
+at import.
 With ``CRAWLER_EXT_PURE_PYTHON=1`` in the environment at run time, :func:`prefer_source`
 imports every module from its ``.py`` file instead (readable tracebacks; the benchmarks
 measure both builds side by side this way).

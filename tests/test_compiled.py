@@ -1,4 +1,4 @@
-"""The compiled build (setup.py, mypyc): all of the dispatch path or none of it, and a warning
+"""The compiled build (setup.py, mypyc): all of the listed modules or none of them, and a warning
 when an editable install's compiled module is older than its source."""
 
 from __future__ import annotations
