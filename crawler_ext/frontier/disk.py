@@ -144,7 +144,7 @@ class _Queue:
 
 
 class DiskStore(KeyState):
-    """The frontier store contract (:class:`~crawler_ext.frontier.storage.FrontierStore`) with
+    """The frontier store contract (:class:`~crawler_ext.frontier.contract.FrontierStore`) with
     queue bodies in an ordered key-value engine."""
 
     durable = True
