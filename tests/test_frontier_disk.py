@@ -223,14 +223,16 @@ def test_resuming_with_fewer_bands_is_refused_not_lossy(tmp_path: Path) -> None:
 
 
 def test_a_host_record_written_before_the_refresh_lane_is_read(tmp_path: Path) -> None:
-    """Migration: a host record of the first format (one back-queue count) resumes, its
-    records counted in the discovery lane."""
+    """Migration: a host record of the first format (one back-queue count) resumes: its host
+    state is read, and the key's records are counted from the disk."""
     from crawler_ext.frontier.disk import _HOST, _HOST_V1
 
     store = disk(tmp_path)
     f = make(store)
     f.add([Entry("a", 1, b"a/%d" % n, fp=n) for n in range(1, 4)])
-    assert f.next(0.0) is not None  # routed to the back queue, its host record written
+    e = f.next(0.0)
+    assert e is not None
+    f.done(e, Outcome(200, 0.0), 0.0)  # its host record written: next allowed at 1.0
     store.flush()
     rows = dict(store.kv.scan(b"H", b"I", 10))
     assert [len(v) for v in rows.values()] == [_HOST.size]
@@ -239,8 +241,8 @@ def test_a_host_record_written_before_the_refresh_lane_is_read(tmp_path: Path) -
     store.close()
     again = disk(tmp_path)
     f = make(again)
-    f.recover()
-    assert again.back_lanes("a") == (3, 0)  # (the one in flight at the stop comes back)
+    assert f.recover() == 3  # (the one not completed at the stop comes back)
+    assert again.host("a").next_allowed == 1.0
     got = []
     for t in range(0, 10, 2):
         e = f.next(float(t))
@@ -248,6 +250,73 @@ def test_a_host_record_written_before_the_refresh_lane_is_read(tmp_path: Path) -
             got.append(e.data)
             f.done(e, Outcome(200, 0.0), float(t))
     assert sorted(got) == [b"a/1", b"a/2", b"a/3"]
+
+
+class CountingEngine:
+    """An engine that counts the records written, by kind (their first byte)."""
+
+    def __init__(self) -> None:
+        from collections import Counter
+
+        self.kv = make_engine("rocksdb")
+        self.name = self.kv.name
+        self.puts: Counter = Counter()
+        self.deletes: Counter = Counter()
+
+    def open(self, directory: Path) -> None:
+        self.kv.open(directory)
+
+    def write(self, puts: dict[bytes, bytes], deletes) -> None:
+        deletes = list(deletes)
+        self.puts.update(k[:1] for k in puts)
+        self.deletes.update(k[:1] for k in deletes)
+        self.kv.write(puts, deletes)
+
+    def scan(self, start: bytes, stop: bytes, limit: int) -> list[tuple[bytes, bytes]]:
+        return self.kv.scan(start, stop, limit)
+
+    def close(self) -> None:
+        self.kv.close()
+
+
+@pytest.mark.parametrize("room", [16, 1])
+def test_a_routed_entry_is_moved_on_disk_only_when_it_must_wait_there(tmp_path: Path,
+                                                                      room: int) -> None:
+    """An entry routed to a back queue with room in its head stays its front record until it
+    is completed: two writes per entry (its record, its deletion), not four.  One that has to
+    wait on disk (a full head) is moved to a back record, and a kill loses nothing."""
+    engine = CountingEngine()
+    store = DiskStore(tmp_path / "f", 3, engine, front_room=64, back_room=room)
+    store.open()
+    f = make(store, max_active_keys=100)
+    f.add([Entry(f"h{i % 50}", 0, b"e/%d" % i, fp=i + 1) for i in range(200)])
+    f.flush()
+    got = []
+    for _ in range(60):
+        e = f.next(0.0)
+        assert e is not None
+        got.append(e.data)
+        f.done(e, Outcome(200, 0.0), 0.0)
+        f.complete([e.id])
+    f.flush()
+    moved = engine.puts[b"B"]
+    if room == 16:  # every queue's head holds its key's four entries
+        assert moved == 0 and engine.deletes[b"B"] == 0
+        assert engine.deletes[b"F"] == 60
+    else:  # one in each head: the others wait on disk
+        assert moved >= 100
+    assert store.pending() == 140
+    store.kv.close()  # killed: no close
+    again = DiskStore(tmp_path / "f", 3, make_engine("rocksdb"), back_room=room)
+    again.open()
+    f = make(again, max_active_keys=100)
+    assert f.recover() == 140
+    for t in range(1, 20):
+        while (e := f.next(float(t))) is not None:
+            got.append(e.data)
+            f.done(e, Outcome(200, 0.0), float(t))
+            f.complete([e.id])
+    assert sorted(got) == sorted(b"e/%d" % i for i in range(200))
 
 
 def test_an_emptied_back_queue_serves_the_next_key(tmp_path: Path) -> None:

@@ -10,18 +10,21 @@ is a sorted key range of an ordered key-value engine (:mod:`crawler_ext.frontier
                                      priority, band, arrival
 * ``B key NUL FF -priority band id`` the key's refresh lane (a recrawl's revisits)
 * ``T due id``                       delayed entries, by due time
-* ``H key``                          host state, and how many back-queue records the key has
-                                     in each lane (a record written before the lanes: all in
-                                     discovery)
+* ``H key``                          host state (then two counts, no longer read: the back
+                                     records are counted from their ranges at recovery)
 * ``A position``                     the admission journal: per commit, the fingerprints
                                      admitted, up to that position
 * ``M ...``                          counters: entries per band, delayed, next id, journal end
 
 In memory there are the counters, the host state of each key, and for each queue a head: its
 best entries, at most ``front_room`` / ``back_room`` / ``delay_room`` of them, read from disk
-in one scan when the head runs dry.  An entry's record is written once when it is admitted and
-moved (front -> back) when it is routed; a record handed out stays on disk until ``complete``
-deletes it, so after a kill -9 everything not completed is queued again.  Writes are batched
+in one scan when the head runs dry.  An entry's record is written once when it is admitted.
+Routed to a back queue whose head has room for it, it stays a front record, behind the front
+queue's cursor (a scan never reads it again), until ``complete`` deletes it; it is moved to a
+back record (front -> back) only when it has to wait on disk: its back queue's head is full.
+So a typical entry costs two writes, not four.  A record handed out stays on disk until
+``complete`` deletes it, so after a kill -9 everything not completed is queued again (an entry
+routed but not moved joins its front queue again).  Writes are batched
 and committed by ``flush`` (every ``CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL``); a head that runs dry
 commits first if a write not committed yet lies in the range it scans, so that the scan sees
 it (a commit before every head read was a fifth of dispatch's time).
@@ -45,8 +48,9 @@ _VALUE = struct.Struct(">QqBH")  # fp, priority, band (+128: a refresh), len(key
                                  # and request data
 _U64 = struct.Struct(">Q")
 _DUE = struct.Struct(">d")
-# delay, backoff, crawl delay (NaN: none), next, floor; records in the discovery lane, in the
-# refresh lane (_HOST_V1: written before the lanes, without the last count)
+# delay, backoff, crawl delay (NaN: none), next, floor; then two counts (the key's back records
+# in each lane, as written before 2026-12-03; 0 now: recovery counts the records themselves)
+# (_HOST_V1: written before the lanes, with one count)
 _HOST = struct.Struct(">dddddQQ")
 _HOST_V1 = struct.Struct(">dddddQ")
 _REFRESH_LANE = b"\xff"
@@ -120,22 +124,27 @@ class _Queue:
         self.cursor = start
         self.dirty = -1
 
-    def add(self, disk_key: bytes, value: bytes, room: int, commit: int) -> None:
-        """A record was written to the range (``commit``: the number of the commit it goes
-        in): keep it in the head if it belongs there."""
+    def add(self, disk_key: bytes, value: bytes, room: int,
+            commit: int) -> tuple[bytes, bytes] | None:
+        """A record joins the range (``commit``: the number of the commit it goes in): kept in
+        the head if it belongs there.  The record now after the cursor, if any (the new one,
+        or the one it pushed out of a full head): it must be on disk, as a scan reads it."""
         head = self.head
         self.count += 1
         if disk_key <= self.cursor:
             insort(head, (disk_key, value))
             if len(head) > room:
-                head.pop()  # still on disk, read again when its turn comes
+                out = head.pop()  # on disk, read again when its turn comes
                 self.cursor = head[-1][0]
                 self.dirty = commit
-        elif len(head) + 1 == self.count and len(head) < room:
+                return out
+            return None
+        if len(head) + 1 == self.count and len(head) < room:
             head.append((disk_key, value))
             self.cursor = disk_key
-        else:
-            self.dirty = commit
+            return None
+        self.dirty = commit
+        return (disk_key, value)
 
     def deleted(self, disk_key: bytes, commit: int) -> None:
         """A record of the range is deleted in that commit."""
@@ -159,6 +168,11 @@ class DiskStore(KeyState):
         self._lanes: tuple[dict[str, _Queue], dict[str, _Queue]] = ({}, {})  # discovery, refresh
         self._delayed = _Queue(b"T", b"U")
         self._taken: dict[int, bytes] = {}  # handed out, not completed: id -> record key
+        # routed entries whose record is still their front record (in a back queue's head, or
+        # handed out): id -> front record key; and how many there are per band (the band's
+        # count on disk includes them: after a stop they are front entries again)
+        self._unmoved: dict[int, bytes] = {}
+        self._unmoved_bands = [0] * bands
         self._promoted: dict[int, int] = {}  # promoted entries still in front: id -> position
         # handed out, not completed, per key, in each lane
         self._taken_lanes: tuple[dict[str, int], dict[str, int]] = ({}, {})
@@ -194,22 +208,27 @@ class DiskStore(KeyState):
         self._delayed.count = _U64.unpack(meta.get(b"Mdelayed", _U64.pack(0)))[0]
 
     def recover(self) -> int:
-        """Load the host state and the back queues' sizes; the records stay on disk, heads are
-        read when needed.  Records handed out before the stop are queued again."""
+        """Load the host state and count the back queues' records; the records stay on disk,
+        heads are read when needed.  Records handed out before the stop are queued again."""
         start = b"H"
         while rows := self.kv.scan(start, b"I", 10_000):
             for disk_key, value in rows:
-                key = disk_key[1:].decode()
-                if len(value) == _HOST_V1.size:
-                    value += _U64.pack(0)
-                delay, backoff, crawl_delay, next_allowed, floor, *counts = _HOST.unpack(value)
-                self._hosts[key] = HostState(delay, backoff,
-                                             None if math.isnan(crawl_delay) else crawl_delay,
-                                             next_allowed, floor)
-                for refresh, count in enumerate(counts):
-                    if count:
-                        self._lanes[refresh][key] = self._back_queue(key, bool(refresh), count)
+                delay, backoff, crawl_delay, next_allowed, floor = \
+                    _HOST_V1.unpack_from(value)[:5]  # (either format: the same five first)
+                self._hosts[disk_key[1:].decode()] = HostState(
+                    delay, backoff, None if math.isnan(crawl_delay) else crawl_delay,
+                    next_allowed, floor)
             start = rows[-1][0] + b"\x00"
+        counts: dict[tuple[str, bool], int] = {}
+        start = b"B"
+        while rows := self.kv.scan(start, b"C", 10_000):
+            for disk_key, _ in rows:
+                end = disk_key.index(b"\x00")
+                lane = (disk_key[1:end].decode(), disk_key[end + 1:end + 2] == _REFRESH_LANE)
+                counts[lane] = counts.get(lane, 0) + 1
+            start = rows[-1][0] + b"\x00"
+        for (key, refresh), count in counts.items():
+            self._lanes[refresh][key] = self._back_queue(key, refresh, count)
         return self.pending()
 
     def back_keys(self) -> list[str]:
@@ -235,16 +254,14 @@ class DiskStore(KeyState):
     def _commit(self) -> None:
         puts = self._puts
         hosts, pack, nan = self._hosts, _HOST.pack, math.nan
-        (discovery, refresh), (taken, taken_refresh) = self._lanes, self._taken_lanes
         for key in self._changed_hosts:  # (one record per host changed: kept in one loop)
             s = hosts[key]
-            d, r = discovery.get(key), refresh.get(key)
             puts[b"H" + key.encode()] = pack(
                 s.delay, s.backoff, nan if s.crawl_delay is None else s.crawl_delay,
-                s.next_allowed, s.floor, (d.count if d is not None else 0) + taken.get(key, 0),
-                (r.count if r is not None else 0) + taken_refresh.get(key, 0))
+                s.next_allowed, s.floor, 0, 0)
+        unmoved = self._unmoved_bands
         for band, queue in enumerate(self._front):
-            puts[b"Mband" + bytes((band,))] = _U64.pack(queue.count)
+            puts[b"Mband" + bytes((band,))] = _U64.pack(queue.count + unmoved[band])
         puts[b"Mdelayed"] = _U64.pack(self._delayed.count)
         puts[b"Mid"] = _U64.pack(self._next_id)
         mark = self._mark + len(self._journal)
@@ -325,22 +342,22 @@ class DiskStore(KeyState):
                 self._journal.append(entry.fp)
 
     def route(self, band: int) -> tuple[str, int] | None:
-        """The band's first front record becomes a back record (read, not decoded: its
-        value is the same)."""
+        """The band's first front record joins its key's back queue (read, not decoded: its
+        value is the same); it stays on disk as it is unless it has to wait there."""
         item = self._pop(self._front[band], self.front_room)
         if item is None:
             return None
         front_key, value = item
-        self._delete(front_key)
         entry_id = _U64.unpack_from(front_key, len(front_key) - 8)[0]
         if self._promoted:
             self._promoted.pop(entry_id, None)
         fp, priority, flags, n = _VALUE.unpack_from(value)
         key_bytes = value[_VALUE.size:_VALUE.size + n]
         key, refresh = key_bytes.decode(), flags >= 128
-        disk_key = _back_record(key_bytes, refresh, priority, flags & 127, entry_id)
-        self._put(disk_key, value)
-        self._back_add(key, refresh, disk_key, value)
+        self._unmoved[entry_id] = front_key
+        self._unmoved_bands[band] += 1
+        self._back_add(key, refresh, _back_record(key_bytes, refresh, priority, flags & 127,
+                                                  entry_id), value)
         return key, fp
 
     def front_sizes(self) -> list[int]:
@@ -387,8 +404,28 @@ class DiskStore(KeyState):
         queue = lane.get(key)
         if queue is None:
             queue = lane[key] = self._back_queue(key, refresh)
-        queue.add(disk_key, value, self.back_room, self.commits)
-        self._changed_hosts.add(key)
+        self._spill(queue.add(disk_key, value, self.back_room, self.commits))
+
+    def _spill(self, out: tuple[bytes, bytes] | None) -> None:
+        """A back record now after its queue's cursor (``_Queue.add``): if it is still its
+        front record, it moves to the back record a scan will read."""
+        if out is None or not self._unmoved:
+            return
+        disk_key = out[0]
+        front_key = self._unmoved.pop(_U64.unpack_from(disk_key, len(disk_key) - 8)[0], None)
+        if front_key is not None:
+            self._delete(front_key)
+            self._unmoved_bands[front_key[1]] -= 1
+            self._put(disk_key, out[1])
+
+    def _forget_front(self, entry_id: int) -> bool:
+        """Delete a routed entry's front record, if that is still its record."""
+        front_key = self._unmoved.pop(entry_id, None) if self._unmoved else None
+        if front_key is None:
+            return False
+        self._delete(front_key)
+        self._unmoved_bands[front_key[1]] -= 1
+        return True
 
     def back_pop(self, key: str, refresh: bool = False) -> Entry | None:
         lane, taken = self._lanes[refresh], self._taken_lanes[refresh]
@@ -432,13 +469,14 @@ class DiskStore(KeyState):
         else:
             if old <= queue.cursor:  # not queued here any more
                 return False
-        self._delete(old)
-        queue.deleted(old, self.commits)
+        if not self._forget_front(entry.id):
+            self._delete(old)
+            queue.deleted(old, self.commits)
         queue.count -= 1
         entry.band = band
         disk_key, value = _back_key(entry), _value(entry)
         self._put(disk_key, value)
-        queue.add(disk_key, value, self.back_room, self.commits)
+        self._spill(queue.add(disk_key, value, self.back_room, self.commits))
         return True
 
     # -- leases -------------------------------------------------------------------------------
@@ -450,23 +488,23 @@ class DiskStore(KeyState):
             disk_key = self._taken.pop(entry_id, None)
             if disk_key is None:
                 continue
-            self._delete(disk_key)
             end = disk_key.index(b"\x00")
             key = disk_key[1:end].decode()
             refresh = disk_key[end + 1:end + 2] == _REFRESH_LANE
-            queue = self._lanes[refresh].get(key)
-            # (a key without a queue now: one made for it later has its cursor at the start,
-            # and scans only for a record it put on disk, which marks it dirty in the same
-            # commit as this deletion, or after that commit)
-            if queue is not None:
-                queue.deleted(disk_key, self.commits)
+            if not self._forget_front(entry_id):
+                self._delete(disk_key)
+                queue = self._lanes[refresh].get(key)
+                # (a key without a queue now: one made for it later has its cursor at the
+                # start, and scans only for a record it put on disk, which marks it dirty in
+                # the same commit as this deletion, or after that commit)
+                if queue is not None:
+                    queue.deleted(disk_key, self.commits)
             taken = self._taken_lanes[refresh]
             left = taken[key] - 1
             if left:
                 taken[key] = left
             else:
                 del taken[key]
-            self._changed_hosts.add(key)
 
     # -- host state (``host()``: KeyState) ----------------------------------------------------
     def host_changed(self, key: str) -> None:
