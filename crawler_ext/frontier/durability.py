@@ -82,11 +82,12 @@ class Durability:
         if self.keys.waiting() and not final:
             return  # links waiting for DNS are not journalled yet: complete nothing now
         done: list[int] = []
-        for entry in self.inflight.reap(self.engine.in_progress(), final):
-            done.append(entry.id)
-            self.requests.forget(entry.data)
-            if entry.fp:
-                self.intake.fetched(entry.fp)
+        # (key, band, data, fp, id, ...: InFlight's tuples, read without a view per entry)
+        for flight in self.inflight.finished(self.engine.in_progress(), final):
+            done.append(flight[4])
+            self.requests.forget(flight[2])
+            if flight[3]:
+                self.intake.fetched(flight[3])
         if done:
             self.frontier.complete(done)
 

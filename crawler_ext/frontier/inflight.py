@@ -12,7 +12,7 @@ then -- which :meth:`InFlight.reap` finds out.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,12 +162,18 @@ class InFlight:
                            "kept but the crawl may finish without them (frontier/parked)",
                            key, delay)
 
-    def reap(self, in_progress: Any, final: bool) -> Iterator[Entry]:
+    def reap(self, in_progress: Any, final: bool) -> list[Dispatched]:
         """The entries whose responses the engine has finished processing (``in_progress``:
         the engine's requests in process, None without an engine), taken out; a request
         dropped before the downloader (a middleware) releases its key first."""
+        return [Dispatched(flight) for flight in self.finished(in_progress, final)]
+
+    def finished(self, in_progress: Any, final: bool) -> list[_Flight]:
+        """What :meth:`reap` takes out, as the tuples kept (no view built: the scheduler's
+        flush reads three fields of each)."""
         now = self.clock()
         requests = self._requests
+        out: list[_Flight] = []
         # its keys, not its items: a pair per request, all alive until the loop ends, made
         # the young collections during a reap promote them (and the requests they hold)
         for request in list(requests):
@@ -176,11 +182,11 @@ class InFlight:
                 continue
             if in_progress is None and not flight[11] and not final:
                 continue
-            info = Dispatched(flight)
-            if not info.left:  # dropped before the downloader (e.g. by a middleware)
+            if not flight[11]:  # dropped before the downloader (e.g. by a middleware)
                 if self.robots is not None and request.meta.get(ROBOTS_META):
                     self.robots.answered(request, None, b"")  # (the SSRF guard): unreachable
-                self.frontier.release(info, now)
+                self.frontier.release(Dispatched(flight), now)
                 self._rearm()
             del requests[request]
-            yield info
+            out.append(flight)
+        return out

@@ -72,11 +72,15 @@ class LagProbe:
             if t >= since:
                 recent = gap
                 break
-        return max(blocked, recent, 0.0)
+        # (comparisons, not max(): compiled, max() boxes its floats into a tuple; asked at
+        # every release)
+        lag = blocked if blocked > recent else recent
+        return lag if lag > 0.0 else 0.0
 
     def server_latency(self, measured: float, now: float) -> float:
         """``measured`` (download_latency) less the crawler's own lag."""
-        return max(0.0, measured - self.lag(now))
+        server = measured - self.lag(now)
+        return server if server > 0.0 else 0.0
 
 
 class ServerLatency:
