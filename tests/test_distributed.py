@@ -470,11 +470,21 @@ def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen],
     # sent) expired and went back to the queues: those, and only those, are fetched twice,
     # plus robots.txt of hosts it leased before sharing their answer
     # (a lease the victim completed between the check and the kill leaves only its key's
-    # lock, which returns without counting: so expired may be 0, and then nothing is twice)
-    expired = sum(s.get("frontier/redis/leases_expired", 0) for s in stats)
+    # lock, which returns without counting: so expired may be 0, and then nothing is twice);
+    # two more causes, each counted by the survivors: URLs the victim pushed but whose claims
+    # it had not yet ended (a kill between the exchange's two round trips; the check sees the
+    # lease the first one took) are admitted again by the worker that finds their claims stale
+    # (reclaimed); and under load a survivor stalled past the lease time loses its key (lost)
+    # while another worker -- the victim too, before its kill, uncounted here -- reaps the
+    # lease and fetches the entry again
+    counted = {name: sum(s.get(name, 0) for s in stats) for name in (
+        "frontier/redis/leases_expired", "dupefilter/redis/reclaimed",
+        "frontier/redis/leases_lost")}
+    expired = counted["frontier/redis/leases_expired"]
     twice = {k: v for k, v in fetched.items() if v > 1}
     assert all(v == 2 for v in twice.values()), twice
-    assert len([k for k in twice if k[1] != "/robots.txt"]) <= expired, (twice, expired)
+    assert len([k for k in twice if k[1] != "/robots.txt"]) <= sum(counted.values()), \
+        (twice, counted)
     assert len([k for k in twice if k[1] == "/robots.txt"]) <= expired
     # one request at a time per host and 0.5 s between them, across all workers, kill included
     assert politeness_violations(log, 0.5) == []
