@@ -3,6 +3,7 @@ memory, sqlite, disk and Redis backends (Redis: the real server on 127.0.0.1:637
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -30,7 +31,9 @@ class Driver:
         self.redis = None
         if kind == "redis":
             redis_lib = pytest.importorskip("redis")
-            self.redis = redis_lib.Redis.from_url("redis://127.0.0.1:6379/9")
+            # a database of its own per pytest-xdist worker (the distributed tests use 9)
+            db = 10 + int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0) % 6
+            self.redis = redis_lib.Redis.from_url(f"redis://127.0.0.1:6379/{db}")
             try:
                 self.redis.ping()
             except redis_lib.ConnectionError:

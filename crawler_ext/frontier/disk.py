@@ -47,6 +47,8 @@ __all__ = ["DiskStore"]
 _VALUE = struct.Struct(">QqBH")  # fp, priority, band (+128: a refresh), len(key); then key
                                  # and request data
 _U64 = struct.Struct(">Q")
+_BACK_TAIL = struct.Struct(">QBQ")  # a back record's key after its politeness key and lane:
+                                    # -priority (+2^63), band, id
 _DUE = struct.Struct(">d")
 # delay, backoff, crawl delay (NaN: none), next, floor; then two counts (the key's back records
 # in each lane, as written before 2026-12-03; 0 now: recovery counts the records themselves)
@@ -72,6 +74,12 @@ def _entry(entry_id: int, value: bytes) -> Entry:
                  priority, band >= 128)
 
 
+def _entry_of(key: str, entry_id: int, value: bytes) -> Entry:
+    """:func:`_entry` when its politeness key is known already (not decoded again)."""
+    fp, priority, band, n = _VALUE.unpack_from(value)
+    return Entry(key, band & 127, value[_VALUE.size + n:], fp, entry_id, priority, band >= 128)
+
+
 def _journal_bytes(fps: array) -> bytes:
     if sys.byteorder != "little":
         fps = array("Q", fps)
@@ -84,8 +92,8 @@ def _back_key(e: Entry) -> bytes:
 
 
 def _back_record(key: bytes, refresh: bool, priority: int, band: int, entry_id: int) -> bytes:
-    return (b"B" + key + b"\x00" + (_REFRESH_LANE if refresh else b"")
-            + _U64.pack(_SIGN - priority) + bytes((band,)) + _U64.pack(entry_id))
+    return (b"B" + key + (b"\x00" + _REFRESH_LANE if refresh else b"\x00")
+            + _BACK_TAIL.pack(_SIGN - priority, band, entry_id))
 
 
 def _front_key(band: int, entry_id: int, position: int | None = None) -> bytes:
@@ -440,7 +448,7 @@ class DiskStore(KeyState):
         if item is None:
             return None
         disk_key = item[0]
-        entry = _entry(_U64.unpack_from(disk_key, len(disk_key) - 8)[0], item[1])
+        entry = _entry_of(key, _U64.unpack_from(disk_key, len(disk_key) - 8)[0], item[1])
         self._taken[entry.id] = disk_key
         taken[key] = taken.get(key, 0) + 1
         return entry
