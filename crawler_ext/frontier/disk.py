@@ -67,17 +67,12 @@ def _value(e: Entry) -> bytes:
         e.data
 
 
-def _entry(entry_id: int, value: bytes) -> Entry:
+def _entry(entry_id: int, value: bytes, key: str | None = None) -> Entry:
+    """The entry of a record's value (``key``: its politeness key when known, not decoded)."""
     fp, priority, band, n = _VALUE.unpack_from(value)
     start = _VALUE.size
-    return Entry(value[start:start + n].decode(), band & 127, value[start + n:], fp, entry_id,
-                 priority, band >= 128)
-
-
-def _entry_of(key: str, entry_id: int, value: bytes) -> Entry:
-    """:func:`_entry` when its politeness key is known already (not decoded again)."""
-    fp, priority, band, n = _VALUE.unpack_from(value)
-    return Entry(key, band & 127, value[_VALUE.size + n:], fp, entry_id, priority, band >= 128)
+    return Entry(value[start:start + n].decode() if key is None else key, band & 127,
+                 value[start + n:], fp, entry_id, priority, band >= 128)
 
 
 def _journal_bytes(fps: array) -> bytes:
@@ -448,7 +443,7 @@ class DiskStore(KeyState):
         if item is None:
             return None
         disk_key = item[0]
-        entry = _entry_of(key, _U64.unpack_from(disk_key, len(disk_key) - 8)[0], item[1])
+        entry = _entry(_U64.unpack_from(disk_key, len(disk_key) - 8)[0], item[1], key)
         self._taken[entry.id] = disk_key
         taken[key] = taken.get(key, 0) + 1
         return entry
