@@ -305,6 +305,34 @@ def test_a_decoded_link_has_the_url_scrapy_made_and_later_urls_are_made_safe_aga
         assert hop.url == "http://e.com/moved%20here/%C3%A9" and "verbatim_url" not in hop.meta
 
 
+def test_a_link_rebuilt_untracked_is_the_same_request_but_not_in_trackref() -> None:
+    """Without Scrapy's memory debugger a stored link is rebuilt by Request's own __init__
+    but not registered in trackref (a weak reference per request in flight, for the garbage
+    collector to walk); with MEMDEBUG_ENABLED it is registered as Scrapy's own would be."""
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+    from scrapy.utils.trackref import live_refs
+
+    from crawler_ext.frontier.codec import CHAIN, decode_request, encode_plain
+    from crawler_ext.frontier.scheduler import FrontierScheduler
+
+    stored = Request("http://e.com/a b", meta={"depth": 2, CHAIN: 3},
+                     headers={"Referer": "http://e.com/"})
+    blob = encode_plain(stored)
+    tracked, untracked = decode_request(blob, None), decode_request(blob, None, tracked=False)
+    assert type(untracked) is Request
+    assert untracked.to_dict() == tracked.to_dict() == {**stored.to_dict(), "meta": stored.meta}
+    assert untracked.headers == tracked.headers and untracked.meta == {"depth": 2, CHAIN: 3}
+    assert tracked in live_refs[Request] and untracked not in live_refs[Request]
+    for memdebug, want in ((False, False), (True, True)):
+        crawler = get_crawler(settings_dict={"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
+                                             "MEMDEBUG_ENABLED": memdebug})
+        scheduler = FrontierScheduler.from_crawler(crawler)
+        assert scheduler.requests.tracked is want
+        scheduler.spider = None
+        assert (scheduler.requests.decode(blob) in live_refs[Request]) is want
+
+
 def test_a_dispatch_before_the_hosts_next_allowed_time_is_counted() -> None:
     """With two in flight allowed a key stays in the ready heap while a request is out; its
     response then moves the next allowed time: the next request, alone in flight, would go

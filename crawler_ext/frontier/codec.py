@@ -96,7 +96,12 @@ def encode_request(request: Request, spider: Any) -> bytes:
     return b"D" + pickle.dumps(data, protocol=4)
 
 
-def decode_request(blob: bytes, spider: Any) -> Request:
+def decode_request(blob: bytes, spider: Any, tracked: bool = True) -> Request:
+    """The request an entry's data holds.  ``tracked=False``: a stored link's ``Request`` is
+    built by its own ``__init__`` but not registered in Scrapy's ``trackref`` (a debugging
+    aid that ``MEMDEBUG_ENABLED`` and the telnet console's ``prefs()`` read): its weak
+    reference was a third of the objects each request in flight kept alive for the garbage
+    collector, and a quarter of building it."""
     if blob[:1] == b"U":
         head, referer, url = blob[1:].split(b"\x00", 2)
         depth_text, _, chain_text = head.partition(b".")
@@ -109,8 +114,12 @@ def decode_request(blob: bytes, spider: Any) -> Request:
             meta["depth"] = depth
         if chain:
             meta[CHAIN] = chain
-        request = Request(url.decode("utf-8"), meta=meta,
-                          headers={b"Referer": referer} if referer else None)
+        headers = {b"Referer": referer} if referer else None
+        if tracked:
+            request = Request(url.decode("utf-8"), meta=meta, headers=headers)
+        else:
+            request = object.__new__(Request)  # (not object_ref.__new__, which tracks it)
+            Request.__init__(request, url.decode("utf-8"), meta=meta, headers=headers)
         del request.meta["verbatim_url"]
         return request
     return request_from_dict(pickle.loads(blob[1:]), spider=spider)

@@ -253,9 +253,11 @@ class Frontier:
             if entry is None:
                 self._deactivate(key)
                 continue
-            if entry.fp:
-                self._queued_by_fp.pop(entry.fp, None)
+            # its promotion index entry, if that is this entry (tracked when it was routed;
+            # one look at the set, not two at the index, for the many that are not)
+            if entry.fp and entry.fp in self._in_back:
                 self._in_back.discard(entry.fp)
+                self._queued_by_fp.pop(entry.fp, None)
             verdict = gate(entry, now) if gate is not None else entry
             if isinstance(verdict, str) and verdict == DROP:
                 self.store.complete([entry.id])

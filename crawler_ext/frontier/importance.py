@@ -111,8 +111,10 @@ class Opic:
     def ratio(self, fp: int) -> float | None:
         """``fp``'s cash as a multiple of the queued URLs' mean; None when no page credited it
         (nothing known)."""
+        if self._total <= 0.0:  # (no look-up before any page credited anything)
+            return None
         cash = self._cash.get(fp, 0.0)
-        if cash <= 0.0 or self._total <= 0.0:
+        if cash <= 0.0:
             return None
         return cash * len(self._cash) / self._total
 

@@ -58,13 +58,13 @@ _Flight = tuple[str, int, bytes, int, int, int, bool, float, int | None, float |
 class InFlight:
     """``add`` at dispatch; ``downloaded`` and ``left`` from the signals; ``reap`` what the
     engine has finished.  ``released(key, status, started, delay)`` is told of every release
-    (the ``host_released`` signal); ``rearm()`` after one, so the engine is woken when the
-    next key is ready."""
+    (the ``host_released`` signal; None: nobody to tell); ``rearm()`` after one, so the
+    engine is woken when the next key is ready."""
 
     def __init__(self, frontier: FrontierBackend, robots: RobotsGate | None,
                  latency: ServerLatency, clock: Callable[[], float],
                  inc: Callable[..., None], stats: Any = None,
-                 released: Callable[..., None] = lambda **_: None,
+                 released: Callable[..., None] | None = None,
                  rearm: Callable[[], None] = lambda: None) -> None:
         self.frontier = frontier
         self.robots = robots
@@ -139,8 +139,9 @@ class InFlight:
             server_time = self.latency.observe(info.key, float(latency), now)
         outcome = Outcome(info.status, server_time, info.retry_after)
         delay = self.frontier.done(info, outcome, info.arrived or now)
-        self._released(key=info.key, status=info.status, started=info.started,
-                       delay=delay, discovery=self.frontier.discovery_waiting(info.key))
+        if self._released is not None:  # (None: no crawl to signal it to)
+            self._released(key=info.key, status=info.status, started=info.started,
+                           delay=delay, discovery=self.frontier.discovery_waiting(info.key))
         if info.status is None or info.status in BACKOFF_STATUSES:
             self._inc("frontier/backoffs")
             if info.retry_after is not None:

@@ -28,6 +28,9 @@ class StoredRequests:
         self.durable = durable
         self._inc = inc
         self.spider: Any = None  # callbacks are the spider's: set when the scheduler opens
+        # stored links rebuilt as requests registered in Scrapy's trackref (the scheduler
+        # sets it from MEMDEBUG_ENABLED: codec.decode_request)
+        self.tracked = True
         self._live: dict[int, Request] = {}  # b"M<token>" entries
         self._tokens = 0
         self._unserialisable_logged = False
@@ -54,7 +57,7 @@ class StoredRequests:
     def decode(self, data: bytes) -> Request:
         if data[:1] == b"M":
             return self._live[int(data[1:])]
-        return decode_request(data, self.spider)
+        return decode_request(data, self.spider, self.tracked)
 
     def url(self, data: bytes) -> str | None:
         """The URL of an entry's request without building it (None: a request kept in memory

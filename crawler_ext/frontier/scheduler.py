@@ -110,6 +110,11 @@ class FrontierScheduler(BaseScheduler):
             if robots is not None else None
         self.blocklist = blocklist or Blocklist()
         self.requests = StoredRequests(frontier.durable, self._inc)  # entries' requests
+        # Scrapy's trackref registers the requests rebuilt from the frontier only when its
+        # memory debugger reports them (MEMDEBUG_ENABLED): the registration costs a weak
+        # reference per request in flight, which paces the full garbage collections
+        settings = getattr(crawler, "settings", None)
+        self.requests.tracked = settings is not None and settings.getbool("MEMDEBUG_ENABLED")
         self.intake = Intake(frontier, self.df, scorer, self.admission, self.learning,
                              self.keys, self.robots, self.blocklist, self.requests,
                              self._counts.inc, self.engine.wake_at, time.time,
@@ -120,7 +125,8 @@ class FrontierScheduler(BaseScheduler):
         self.server_latency = ServerLatency(self.lag)
         self.inflight = InFlight(frontier, self.robots, self.server_latency, time.time,
                                  self._inc, stats, rearm=self._rearm,
-                                 released=lambda **kw: self.engine.send(host_released, **kw))
+                                 released=(lambda **kw: self.engine.send(host_released, **kw))
+                                 if crawler is not None else None)
         self.dispatch = Dispatcher(frontier, self.robots, self.blocklist, self.requests,
                                    self.admission, self.inflight, self.intake.importance,
                                    self._inc, stats)
@@ -249,7 +255,8 @@ class FrontierScheduler(BaseScheduler):
 
     # -- waking the engine -----------------------------------------------------------------
     def _rearm(self) -> None:
-        self.engine.wake_at(self.frontier.next_ready_time(), time.time())
+        if self.engine.present():  # (the next ready time is not asked for nothing)
+            self.engine.wake_at(self.frontier.next_ready_time(), time.time())
 
     def _flush_counts(self) -> None:
         """The counts kept since the last flush, into the crawl's stats."""
