@@ -428,3 +428,33 @@ def test_a_request_in_flight_keeps_no_object_for_the_garbage_collector() -> None
     inflight.left(request)
     assert inflight.get(request).left and frontier.store.host("h").in_flight == 0
     assert [e.fp for e in inflight.reap(None, False)] == [5] and len(inflight) == 0
+
+
+def test_the_ready_heap_in_two_parts_pops_as_one_heap() -> None:
+    """KeyState keeps in-order pushes in a FIFO and the others in a heap: pops and peeks are
+    those of a single heap of (time, arrival), ties included, whatever the push order."""
+    import heapq
+    import random
+
+    from crawler_ext.frontier.storage import KeyState
+
+    rng = random.Random(7)
+    for _ in range(200):
+        state, ref, seq = KeyState(), [], 0
+        clock = 0.0
+        for _ in range(rng.randrange(1, 60)):
+            if rng.random() < 0.6:
+                # mostly in order (ready now, or the same delay), sometimes earlier
+                when = clock + rng.choice([0.0, 0.0, 1.0, 1.0, rng.uniform(-2, 3)])
+                key = f"k{seq}"
+                state.heap_push(key, when)
+                heapq.heappush(ref, (when, seq, key))
+                seq += 1
+            else:
+                clock += rng.choice([0.0, 0.5, 2.0])
+                want = heapq.heappop(ref)[2] if ref and ref[0][0] <= clock else None
+                assert state.heap_pop_ready(clock) == want
+            assert state.heap_peek() == ((ref[0][0], ref[0][2]) if ref else None)
+        while ref:
+            assert state.heap_pop_ready(float("inf")) == heapq.heappop(ref)[2]
+        assert state.heap_pop_ready(float("inf")) is None and state.heap_peek() is None
