@@ -23,22 +23,23 @@ from setuptools import find_packages, setup
 
 #: compiled by mypyc, in one shared library (a module outside it calls them as Python)
 COMPILED: list[str] = [
-    "crawler_ext/recent.py",
     "crawler_ext/admission/filters.py",
     "crawler_ext/admission/urls.py",
-    "crawler_ext/frontier/codec.py",
+    "crawler_ext/frontier/adapter/codec.py",
+    "crawler_ext/frontier/adapter/dispatch.py",
+    "crawler_ext/frontier/adapter/durability.py",
+    "crawler_ext/frontier/adapter/inflight.py",
+    "crawler_ext/frontier/adapter/intake.py",
+    "crawler_ext/frontier/adapter/requests.py",
     "crawler_ext/frontier/core.py",
     "crawler_ext/frontier/disk.py",
-    "crawler_ext/frontier/dispatch.py",
-    "crawler_ext/frontier/durability.py",
+    "crawler_ext/frontier/entries.py",
     "crawler_ext/frontier/importance.py",
-    "crawler_ext/frontier/inflight.py",
-    "crawler_ext/frontier/intake.py",
     "crawler_ext/frontier/kv.py",
     "crawler_ext/frontier/lag.py",
     "crawler_ext/frontier/politeness.py",
-    "crawler_ext/frontier/requests.py",
     "crawler_ext/frontier/storage.py",
+    "crawler_ext/recent.py",
     "crawler_ext/seen/bloom.py",
 ]
 

@@ -305,7 +305,7 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None,
         from crawler_ext.frontier import Frontier, PolitenessPolicy
         from crawler_ext.frontier.disk import DiskStore
         from crawler_ext.frontier.kv import RocksEngine
-        from crawler_ext.frontier.scheduler import FrontierScheduler
+        from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
         from crawler_ext.frontier.scoring import Scorer
         from crawler_ext.seen.bloom import BloomDupeFilter
 

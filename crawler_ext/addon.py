@@ -25,6 +25,9 @@ __all__ = ["Addon"]
 logger = logging.getLogger(__name__)
 
 SCHEDULER = "crawler_ext.frontier.FrontierScheduler"
+#: every dotted path of the pack's scheduler (the public one, its module, the adapter's)
+SCHEDULER_PATHS = (SCHEDULER, "crawler_ext.frontier.scheduler.FrontierScheduler",
+                   "crawler_ext.frontier.adapter.scheduler.FrontierScheduler")
 
 #: setting -> value, set at the add-on priority
 _SETTINGS = {
@@ -64,8 +67,7 @@ class Addon:
         addon = SETTINGS_PRIORITIES["addon"]
         scheduler = settings.get("SCHEDULER")
         if settings.getpriority("SCHEDULER") > addon and \
-                _path(scheduler) not in (SCHEDULER, "crawler_ext.frontier.scheduler."
-                                         "FrontierScheduler"):
+                _path(scheduler) not in SCHEDULER_PATHS:
             raise AddonConflict(
                 f"crawler_ext.Addon needs SCHEDULER = {SCHEDULER!r}, but the project sets "
                 f"{_path(scheduler)!r}: remove that setting or the add-on")

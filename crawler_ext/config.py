@@ -13,11 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from crawler_ext.errors import ConfigError
+
 __all__ = ["SETTINGS", "ConfigError", "Setting", "default_text", "get", "validate_all"]
-
-
-class ConfigError(ValueError):
-    """A ``CRAWLER_EXT_*`` setting has a value that cannot be used."""
 
 
 def _bool(value: Any) -> bool:

@@ -8,8 +8,8 @@ import sys
 
 from scrapy import Request
 
-from crawler_ext.frontier.codec import decode_request, encode_request
-from crawler_ext.frontier.intake import USER_DONT_FILTER, checks_seen
+from crawler_ext.frontier.adapter.codec import decode_request, encode_request
+from crawler_ext.frontier.adapter.intake import USER_DONT_FILTER, checks_seen
 
 
 def test_user_meta_survives_the_frontier_codec() -> None:
@@ -38,7 +38,7 @@ def test_a_users_dont_filter_is_honoured_for_its_redirects_a_retrys_is_not() -> 
 def test_importing_the_pack_does_not_install_a_reactor() -> None:
     # Scrapy's reactorless mode (TWISTED_REACTOR_ENABLED=False) forbids it
     code = ("import sys\n"
-            "import crawler_ext.frontier, crawler_ext.frontier.scheduler, crawler_ext.hosts.netguard\n"
+            "import crawler_ext.frontier, crawler_ext.frontier.adapter.scheduler, crawler_ext.hosts.netguard\n"
             "import crawler_ext.dedup.middleware, crawler_ext.dupefilter, crawler_ext.pipelines\n"
             "import crawler_ext.hosts.dns, crawler_ext.hosts, crawler_ext.statsfile\n"
             "assert 'twisted.internet.reactor' not in sys.modules\n")
@@ -48,7 +48,7 @@ def test_importing_the_pack_does_not_install_a_reactor() -> None:
 def test_requests_with_bodies_are_judged_by_scrapys_fingerprinter() -> None:
     from scrapy.utils.test import get_crawler
 
-    from crawler_ext.frontier.scheduler import FrontierScheduler
+    from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 
     crawler = get_crawler(settings_dict={"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8"})
     scheduler = FrontierScheduler.from_crawler(crawler)
@@ -65,7 +65,7 @@ def test_requests_with_bodies_are_judged_by_scrapys_fingerprinter() -> None:
 def test_the_scheduler_closes_without_an_engine() -> None:
     from scrapy.utils.test import get_crawler
 
-    from crawler_ext.frontier.scheduler import FrontierScheduler
+    from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 
     crawler = get_crawler(settings_dict={"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8"})
     scheduler = FrontierScheduler.from_crawler(crawler)
@@ -79,7 +79,7 @@ def test_the_engine_handle_fails_loudly_when_scrapys_internals_are_missing() -> 
 
     import pytest
 
-    from crawler_ext.frontier.engine import EngineHandle
+    from crawler_ext.frontier.adapter.engine import EngineHandle
 
     calls: list[str] = []
     slot = SimpleNamespace(nextcall=SimpleNamespace(schedule=lambda: calls.append("wake")),

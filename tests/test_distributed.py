@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from crawler_ext.frontier.codec import entry_url
+from crawler_ext.frontier.adapter.codec import entry_url
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.distributed.frontier import RedisFrontier, shard_of
 from crawler_ext.frontier.storage import Entry

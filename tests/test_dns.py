@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys, time
     from twisted.internet import defer, reactor, task
     from crawler_ext.hosts.dns import CachingResolver
-    from crawler_ext.hosts.netguard import NetworkGuard
+    from crawler_ext.hosts.guard import NetworkGuard
     from testweb.dns import listen_dns
 
     log = open(sys.argv[1], "a")

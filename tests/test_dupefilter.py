@@ -67,7 +67,7 @@ def test_the_scheduler_adapts_scrapys_rfpdupefilter_explicitly(caplog) -> None:
     from scrapy.dupefilters import RFPDupeFilter
     from scrapy.utils.test import get_crawler
 
-    from crawler_ext.frontier.scheduler import FrontierScheduler
+    from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 
     crawler = get_crawler(settings_dict={
         "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",

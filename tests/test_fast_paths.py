@@ -10,7 +10,7 @@ from conftest import run_crawl
 
 from testweb import politeness_violations, read_log
 
-OFF = '{"crawler_ext.frontier.knownlinks.KnownLinksMiddleware": null}'
+OFF = '{"crawler_ext.frontier.adapter.knownlinks.KnownLinksMiddleware": null}'
 
 
 def test_refusing_known_links_before_the_engine_fetches_the_same_urls(testweb_factory,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from crawler_ext.frontier import Frontier, MemoryStore, Outcome, PolitenessPolicy, SqliteStore
-from crawler_ext.frontier.codec import entry_url
+from crawler_ext.frontier.adapter.codec import entry_url
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import RocksEngine

@@ -245,7 +245,7 @@ def _web_like_spider():  # noqa: ANN202
 def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
     from scrapy import Request
 
-    from crawler_ext.frontier.codec import decode_request, encode_request, entry_url
+    from crawler_ext.frontier.adapter.codec import decode_request, encode_request, entry_url
 
     spider = _web_like_spider()
     link = Request("http://e.com/p/3.html", headers={"Referer": "http://e.com/p/2.html"},
@@ -271,7 +271,7 @@ def test_codec_keeps_link_requests_compact_and_others_whole() -> None:
 def test_peek_reads_a_requests_parts_as_the_properties_do_without_building_empty_ones() -> None:
     from scrapy import Request
 
-    from crawler_ext.frontier.codec import is_plain, peek
+    from crawler_ext.frontier.adapter.codec import is_plain, peek
 
     bare = Request("http://e.com/a")
     full = Request("http://e.com/b", headers={"Referer": "http://e.com/"}, cookies={"c": "1"},
@@ -290,7 +290,7 @@ def test_a_decoded_link_has_the_url_scrapy_made_and_later_urls_are_made_safe_aga
     changes, and the key does not stay in meta -- a redirect's Location is quoted as usual."""
     from scrapy import Request
 
-    from crawler_ext.frontier.codec import decode_request, encode_plain
+    from crawler_ext.frontier.adapter.codec import decode_request, encode_plain
 
     tricky = ["http://e.com/a b/c d.html?q=x y", "http://e.com/caf\u00e9/na\u00efve?\u00fc=1",
               "http://b\u00fccher.example/p%20q/%7Euser/?a=%2f&b=%zz",
@@ -313,8 +313,8 @@ def test_a_link_rebuilt_untracked_is_the_same_request_but_not_in_trackref() -> N
     from scrapy.utils.test import get_crawler
     from scrapy.utils.trackref import live_refs
 
-    from crawler_ext.frontier.codec import CHAIN, decode_request, encode_plain
-    from crawler_ext.frontier.scheduler import FrontierScheduler
+    from crawler_ext.frontier.adapter.codec import CHAIN, decode_request, encode_plain
+    from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 
     stored = Request("http://e.com/a b", meta={"depth": 2, CHAIN: 3},
                      headers={"Referer": "http://e.com/"})
@@ -353,7 +353,7 @@ def test_is_plain_equals_its_first_definition_on_varied_requests() -> None:
 
     from scrapy import Request
 
-    from crawler_ext.frontier.codec import CHAIN, _stored_meta, is_plain
+    from crawler_ext.frontier.adapter.codec import CHAIN, _stored_meta, is_plain
 
     spider = _web_like_spider()
 
@@ -405,7 +405,7 @@ def test_a_request_in_flight_keeps_no_object_for_the_garbage_collector() -> None
 
     from scrapy import Request
 
-    from crawler_ext.frontier.inflight import InFlight
+    from crawler_ext.frontier.adapter.inflight import InFlight
     from crawler_ext.frontier.lag import LagProbe, ServerLatency
 
     class Response:

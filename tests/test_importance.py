@@ -18,8 +18,8 @@ from crawler_ext.admission.urls import fingerprint
 from crawler_ext.dupefilter import BloomDupeFilter
 from crawler_ext.frontier import Frontier, MemoryStore, PolitenessPolicy
 from crawler_ext.frontier.importance import IMPORTANCE_META, Opic
-from crawler_ext.frontier.knownlinks import KnownLinksMiddleware
-from crawler_ext.frontier.scheduler import FrontierScheduler
+from crawler_ext.frontier.adapter.knownlinks import KnownLinksMiddleware
+from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
 from crawler_ext.recrawl.sitemaps import SitemapMiddleware
 from crawler_ext.signals import frontier_opened

@@ -10,7 +10,8 @@ import socket
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler_ext.hosts.netguard import NetworkGuard, literal_address
+from crawler_ext.hosts.addresses import literal_address
+from crawler_ext.hosts.guard import NetworkGuard
 
 
 def _parsed(host: str):

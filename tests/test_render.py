@@ -90,8 +90,8 @@ def test_a_shell_reached_by_a_redirect_is_queued_for_rendering_past_the_seen_set
     from scrapy import Request
     from scrapy.http import HtmlResponse
 
-    from crawler_ext.frontier.intake import checks_seen
-    from crawler_ext.hosts.netguard import NetworkGuard
+    from crawler_ext.frontier.adapter.intake import checks_seen
+    from crawler_ext.hosts.guard import NetworkGuard
     from crawler_ext.render.middleware import RenderMiddleware
 
     mw = RenderMiddleware(ShellDetector(), NetworkGuard(["127.0.0.0/8"]))

@@ -1,4 +1,4 @@
-"""The robots.txt gate (``crawler_ext.frontier.robotsgate``), in process, without a crawl."""
+"""The robots.txt gate (``crawler_ext.frontier.adapter.robotsgate``), in process, without a crawl."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import time
 from collections import Counter
 from types import SimpleNamespace
 
-
 from crawler_ext.frontier import Frontier, MemoryStore, PolitenessPolicy
+from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, ROBOTS_PRIORITY, RobotsGate
 from crawler_ext.frontier.core import DROP
-from crawler_ext.frontier.robotsgate import ROBOTS_META, ROBOTS_PRIORITY, RobotsGate
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.robots import RobotsCache
 
@@ -68,7 +67,7 @@ def test_only_a_fetch_without_an_answer_is_reported_as_a_failure(caplog) -> None
     gate, _, _, _ = make()
     request = gate.request("http://h.test", None, None)
     failure = SimpleNamespace(request=request, getErrorMessage=lambda: "Ignoring non-200 response")
-    with caplog.at_level(logging.WARNING, logger="crawler_ext.frontier.robotsgate"):
+    with caplog.at_level(logging.WARNING, logger="crawler_ext.frontier.adapter.robotsgate"):
         gate.failed(failure, 404)  # HttpErrorMiddleware's errback: the 404 is an answer
         assert caplog.text == ""
         refused = SimpleNamespace(request=request, getErrorMessage=lambda: "Connection refused")
@@ -78,7 +77,8 @@ def test_only_a_fetch_without_an_answer_is_reported_as_a_failure(caplog) -> None
 
 
 def test_politeness_keys_by_host_and_by_address() -> None:
-    from crawler_ext.frontier.keys import PolitenessKeys, politeness_key
+    from crawler_ext.frontier.adapter.keys import PolitenessKeys
+    from crawler_ext.frontier.keys import politeness_key
 
     assert politeness_key("http://Example.COM:8080/a") == "example.com"
     assert politeness_key("http://[::1/") == ""  # an invalid URL has no key of its own

@@ -9,7 +9,7 @@ from scrapy import Request, Spider
 
 from crawler_ext.dupefilter import BloomDupeFilter
 from crawler_ext.frontier import Frontier, MemoryStore, PolitenessPolicy
-from crawler_ext.frontier.scheduler import FrontierScheduler
+from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
 
 

@@ -12,8 +12,8 @@ from scrapy.signalmanager import SignalManager
 
 from crawler_ext.dupefilter import BloomDupeFilter
 from crawler_ext.frontier import Frontier, PolitenessPolicy, SqliteStore
-from crawler_ext.frontier.robotsgate import ROBOTS_META
-from crawler_ext.frontier.scheduler import FrontierScheduler
+from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META
+from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
 from crawler_ext.hosts.robots import RobotsCache
 from crawler_ext.signals import frontier_commit

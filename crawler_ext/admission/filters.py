@@ -25,9 +25,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from crawler_ext import config
-from crawler_ext.hosts.netguard import NetworkGuard
 from crawler_ext.admission.urls import InvalidURL, canonicalize, host_of
+from crawler_ext.hosts.guard import NetworkGuard
 from crawler_ext.recent import RecentMap
 
 __all__ = ["Admission", "AdmissionRules", "differing_parameter", "renamed_id", "url_pattern"]
@@ -96,21 +95,6 @@ class AdmissionRules:
     chain_memory: int = 200_000  # URLs whose chain length is remembered (the latest: half at least)
     trap_min_evidence: int = 2  # empty or duplicate pages of a pattern before it is a trap
     evidence_memory: int = 200_000  # (host, pattern) pairs whose evidence is kept (LRU)
-
-    @classmethod
-    def from_settings(cls, settings: object) -> AdmissionRules:
-        get = lambda name: config.get(settings, name)  # noqa: E731
-        return cls(
-            strip_tracking=get("CRAWLER_EXT_URL_STRIP_TRACKING"),
-            strip_session=get("CRAWLER_EXT_URL_STRIP_SESSION"),
-            sort_query=get("CRAWLER_EXT_URL_SORT_QUERY"),
-            max_url_length=get("CRAWLER_EXT_MAX_URL_LENGTH"),
-            max_path_depth=get("CRAWLER_EXT_MAX_PATH_DEPTH"),
-            max_repeated_segments=get("CRAWLER_EXT_MAX_REPEATED_SEGMENTS"),
-            host_page_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"),
-            pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"),
-            max_pattern_chain=get("CRAWLER_EXT_MAX_PATTERN_CHAIN"),
-        )
 
 
 @dataclass

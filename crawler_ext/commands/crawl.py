@@ -14,7 +14,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
 from crawler_ext import config
-from crawler_ext.addon import SCHEDULER, Addon
+from crawler_ext.addon import SCHEDULER_PATHS, Addon
 from crawler_ext.render.browser import require_render
 
 
@@ -29,9 +29,8 @@ class Command(ScrapyCrawlCommand):
         if _uses_frontier(self.settings):
             from scrapy.utils.misc import load_object
 
+            from crawler_ext.frontier.adapter.factory import make_store
             from crawler_ext.seen.adapter import check_dupefilter_class
-
-            from crawler_ext.frontier.factory import make_store
 
             try:
                 check_dupefilter_class(load_object(self.settings["DUPEFILTER_CLASS"]))
@@ -76,7 +75,7 @@ def _check_redis(settings: object) -> None:
 def _uses_frontier(settings: Any) -> bool:
     """Whether the crawl runs the pack's scheduler: set directly, or by the add-on (which
     applies it only when the crawler is built, after this command's checks)."""
-    if settings.get("SCHEDULER") in (SCHEDULER, "crawler_ext.frontier.scheduler.FrontierScheduler"):
+    if settings.get("SCHEDULER") in SCHEDULER_PATHS:
         return True
     addons = settings.getdict("ADDONS")
     return any(key in ("crawler_ext.Addon", "crawler_ext.addon.Addon") or key is Addon

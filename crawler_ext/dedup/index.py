@@ -19,10 +19,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from crawler_ext.int64 import to_signed as _signed
-from crawler_ext.int64 import to_unsigned as _unsigned
 from crawler_ext.dedup.extract import fingerprint_text
 from crawler_ext.dedup.simhash import SimHashIndex, exact_hash, simhash
+from crawler_ext.int64 import to_signed as _signed
+from crawler_ext.int64 import to_unsigned as _unsigned
 
 __all__ = ["ContentIndex", "PageFingerprint", "Verdict", "page_fingerprint"]
 

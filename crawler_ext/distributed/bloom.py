@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import logging
 import math
-from crawler_ext.distributed.lua import lua
 from typing import Any
+
+from crawler_ext.distributed.lua import lua
 
 __all__ = ["BLOCK_BITS", "CLAIMED", "NEW", "RECLAIMED", "SEEN", "RedisBloom", "bloom_geometry"]
 

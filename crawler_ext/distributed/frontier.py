@@ -62,16 +62,16 @@ from typing import Any
 from twisted.internet import threads
 
 from crawler_ext.admission.urls import host_of
-from crawler_ext.config import ConfigError
-from crawler_ext.frontier.codec import entry_url
+from crawler_ext.distributed.bloom import CLAIMED, SEEN, RedisBloom
+from crawler_ext.distributed.health import health_of
+from crawler_ext.distributed.lua import lua
+from crawler_ext.distributed.sharedlog import SharedLog
+from crawler_ext.errors import ConfigError
 from crawler_ext.frontier.core import DROP, Gate
+from crawler_ext.frontier.entries import entry_url
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.int64 import to_signed, to_unsigned
-from crawler_ext.distributed.bloom import CLAIMED, SEEN, RedisBloom
-from crawler_ext.distributed.health import health_of
-from crawler_ext.distributed.sharedlog import SharedLog
-from crawler_ext.distributed.lua import lua
 
 __all__ = ["RedisFrontier", "shard_of"]
 

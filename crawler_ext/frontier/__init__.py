@@ -1,4 +1,8 @@
-"""The two-level (Mercator) frontier: priority front queues, per-host back queues, politeness."""
+"""The two-level (Mercator) frontier: priority front queues, per-host back queues, politeness.
+
+The modules of this package are pure (neither Scrapy nor Twisted; time is passed in); the
+Scrapy adapter that drives them is ``crawler_ext.frontier.adapter``.
+"""
 
 from __future__ import annotations
 
@@ -19,10 +23,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # the scheduler (``SCHEDULER = "crawler_ext.frontier.FrontierScheduler"``) is imported on
-    # first use: it imports every backend, the Redis one included, which imports this package
+    # the scheduler (``SCHEDULER = "crawler_ext.frontier.FrontierScheduler"``) is the Scrapy
+    # adapter's: imported on first use, so that the pure frontier imports no Scrapy
     if name == "FrontierScheduler":
-        from crawler_ext.frontier.scheduler import FrontierScheduler
+        from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 
         return FrontierScheduler
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

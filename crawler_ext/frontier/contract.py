@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 from crawler_ext.frontier.politeness import Outcome
 from crawler_ext.frontier.storage import Entry, HostState
 
-__all__ = ["FrontierBackend", "FrontierHooks", "FrontierStore", "Gate"]
+__all__ = ["FrontierBackend", "FrontierHooks", "FrontierStore", "Gate", "SharedLogPort"]
 
 #: A gate looks at the entry about to be dispatched and answers: the entry itself (go), a
 #: substitute entry to dispatch first (a prerequisite such as robots.txt; the entry waits),
@@ -111,9 +111,17 @@ class FrontierBackend(Protocol):
     # -- distributed mode (no-ops for a local frontier) -------------------------------------
     def attach(self, hooks: FrontierHooks) -> None: ...
     def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
-                   on_stat: Callable[[str, float], None]) -> Any:
+                   on_stat: Callable[[str, float], None]) -> SharedLogPort | None:
         """A log every worker reads (learned rules), or None when the frontier is local."""
     def publish_stats(self, stats: dict[str, Any]) -> None: ...
+
+
+class SharedLogPort(Protocol):
+    """A log every worker of a shared frontier appends to and reads (learned rules)."""
+
+    def publish(self, item: bytes) -> None: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
 
 
 @runtime_checkable

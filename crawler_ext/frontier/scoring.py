@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping
 
-from crawler_ext.config import ConfigError
+from crawler_ext.errors import ConfigError
 
 __all__ = ["Scorer", "load_host_ranks"]
 

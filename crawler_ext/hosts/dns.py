@@ -35,8 +35,9 @@ from twisted.names import error as dns_error
 from zope.interface import implementer
 
 from crawler_ext import config
+from crawler_ext.hosts.guard import AddressRefused, NetworkGuard
 from crawler_ext.hosts.hostsmap import HostsMap
-from crawler_ext.hosts.netguard import NetworkGuard
+from crawler_ext.hosts.netguard import network_guard
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -137,7 +138,7 @@ class CachingResolver:
                    min_ttl=config.get(s, "CRAWLER_EXT_DNS_MIN_TTL"),
                    negative_ttl=config.get(s, "CRAWLER_EXT_DNS_NEGATIVE_TTL"),
                    hosts=HostsMap(config.get(s, "CRAWLER_EXT_HOSTS")),
-                   guard=NetworkGuard.from_settings(s))
+                   guard=network_guard(s))
 
     def attach_stats(self, stats: Any) -> None:
         """Count into a crawl's stats (Scrapy builds the resolver before any crawler)."""
@@ -226,9 +227,9 @@ class CachingResolver:
     def _guard(self, address: str, name: str) -> str:
         try:
             return self.guard.resolved(address, name)
-        except DNSLookupError:
+        except AddressRefused as exc:
             self._inc("dns/refused")
-            raise
+            raise DNSLookupError(str(exc)) from None
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:

@@ -14,11 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
+from twisted.internet.error import DNSLookupError
 from twisted.internet.interfaces import IResolverSimple
 from zope.interface import implementer
 
 from crawler_ext import config
-from crawler_ext.hosts.netguard import NetworkGuard
+from crawler_ext.errors import ConfigError
+from crawler_ext.hosts.guard import AddressRefused, NetworkGuard
+from crawler_ext.hosts.netguard import network_guard
 
 if TYPE_CHECKING:
     from twisted.internet.base import ReactorBase
@@ -37,7 +40,7 @@ class HostsMap:
             try:
                 ipaddress.ip_address(address)
             except ValueError:
-                raise config.ConfigError(
+                raise ConfigError(
                     f"CRAWLER_EXT_HOSTS: {address!r} (for {name!r}) is not an IP address"
                 ) from None
             name = name.strip().lower().rstrip(".")
@@ -78,7 +81,7 @@ class HostsOverrideResolver(CachingThreadedResolver):
         cache_size = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
         hosts = HostsMap(config.get(settings, "CRAWLER_EXT_HOSTS"))
         return cls(reactor, cache_size, settings.getfloat("DNS_TIMEOUT"), hosts,
-                   NetworkGuard.from_settings(settings))
+                   network_guard(settings))
 
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> defer.Deferred[str]:
         address = self.hosts.lookup(name)
@@ -86,4 +89,7 @@ class HostsOverrideResolver(CachingThreadedResolver):
         return d.addCallback(self._guard, name)
 
     def _guard(self, address: str, name: str) -> str:
-        return self.guard.resolved(address, name)
+        try:
+            return self.guard.resolved(address, name)
+        except AddressRefused as exc:
+            raise DNSLookupError(str(exc)) from None

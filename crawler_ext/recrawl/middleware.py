@@ -35,18 +35,15 @@ from scrapy.utils.job import job_dir
 from crawler_ext import config
 from crawler_ext.admission.urls import host_of
 from crawler_ext.frontier.delays import KeyDelays
+from crawler_ext.frontier.entries import REFRESH_META
 from crawler_ext.frontier.importance import IMPORTANCE_META
-from crawler_ext.recrawl.policy import RefreshPolicy
 from crawler_ext.recrawl.history import HISTORY_NAME, HistoryLog, from_snapshot, snapshot
+from crawler_ext.recrawl.policy import RefreshPolicy
 from crawler_ext.signals import frontier_commit, frontier_opened, host_released, sitemap_lastmod
 
 __all__ = ["REFRESH_META", "RecrawlMiddleware"]
 
 logger = logging.getLogger(__name__)
-
-#: meta key of a refresh request (the frontier builds it)
-REFRESH_META = "crawler_ext_refresh"
-
 
 def _http_time(value: bytes | None) -> float | None:
     if not value:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from crawler_ext.hosts.netguard import literal_address
+from crawler_ext.hosts.addresses import literal_address
 
 __all__ = ["PagePacer", "SubrequestPolicy"]
 

@@ -36,7 +36,7 @@ from scrapy_playwright.page import PageMethod
 
 from crawler_ext import config
 from crawler_ext.frontier.delays import KeyDelays
-from crawler_ext.hosts.netguard import NetworkGuard
+from crawler_ext.hosts.netguard import network_guard
 from crawler_ext.render.browser import browser_rss_mb, find_browser, resolver_rules
 from crawler_ext.render.guard import PagePacer, SubrequestPolicy
 from crawler_ext.signals import frontier_opened, host_released
@@ -94,7 +94,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         if not s.getint("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"):
             cfg.max_pages_per_context = self.concurrency
         self.abort_request = self._judge
-        guard = NetworkGuard.from_settings(s)
+        guard = network_guard(s)
         self.policy = SubrequestPolicy(
             frozenset(config.get(s, "CRAWLER_EXT_RENDER_BLOCK_RESOURCES")), guard.allows)
         self._lease_key: Any = None

@@ -24,7 +24,8 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import load_object
 
 from crawler_ext import config
-from crawler_ext.hosts.netguard import NetworkGuard
+from crawler_ext.hosts.guard import NetworkGuard
+from crawler_ext.hosts.netguard import network_guard
 from crawler_ext.render.browser import require_render
 from crawler_ext.render.detect import ShellDetector
 
@@ -74,7 +75,7 @@ class RenderMiddleware:
         detector = ShellDetector(threshold=config.get(s, "CRAWLER_EXT_RENDER_THRESHOLD"),
                                  min_words=config.get(s, "CRAWLER_EXT_RENDER_MIN_WORDS"),
                                  max_words=config.get(s, "CRAWLER_EXT_RENDER_MAX_WORDS"))
-        return cls(detector, NetworkGuard.from_settings(s), crawler.stats)
+        return cls(detector, network_guard(s), crawler.stats)
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:

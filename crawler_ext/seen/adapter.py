@@ -7,7 +7,7 @@ from typing import Any
 
 from scrapy import Request
 
-from crawler_ext.config import ConfigError
+from crawler_ext.errors import ConfigError
 from crawler_ext.seen.contract import SeenSet
 
 __all__ = ["DupeFilterSeenSet", "as_seen_set", "check_dupefilter_class"]

@@ -35,10 +35,10 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.request import referer_str
 
 from crawler_ext import config
+from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint
 from crawler_ext.int64 import to_signed as _signed
 from crawler_ext.seen.contract import MAYBE
 from crawler_ext.stats import Counts
-from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint
 
 __all__ = ["BloomDupeFilter", "ExactSeenStore", "MAYBE", "seen_or_add"]
 

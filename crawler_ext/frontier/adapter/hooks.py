@@ -10,9 +10,9 @@ from typing import Any
 from scrapy import Request
 from scrapy.exceptions import DontCloseSpider
 
-from crawler_ext.frontier.engine import EngineHandle
-from crawler_ext.frontier.intake import Intake
-from crawler_ext.frontier.robotsgate import RobotsGate
+from crawler_ext.frontier.adapter.engine import EngineHandle
+from crawler_ext.frontier.adapter.intake import Intake
+from crawler_ext.frontier.adapter.robotsgate import RobotsGate
 
 __all__ = ["SharedHooks"]
 

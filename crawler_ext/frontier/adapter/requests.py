@@ -1,6 +1,6 @@
 """Scrapy requests as the frontier's entries hold them (``Entry.data``).
 
-A plain link is stored in the compact form (``crawler_ext.frontier.codec``: ``b"U..."``); any
+A plain link is stored in the compact form (``crawler_ext.frontier.adapter.codec``: ``b"U..."``); any
 other request, in the memory frontier, as the ``Request`` object itself (``b"M<token>"``: no
 pickling, any callback, any meta); in a durable one as its pickle (``b"D..."``), or as the
 object if it cannot be pickled -- logged once and counted in ``scheduler/unserializable``, as
@@ -15,8 +15,13 @@ from typing import Any
 
 from scrapy import Request
 
-from crawler_ext.frontier.codec import decode_request, encode_plain, encode_request, entry_url, \
-    is_plain
+from crawler_ext.frontier.adapter.codec import (
+    decode_request,
+    encode_plain,
+    encode_request,
+    is_plain,
+)
+from crawler_ext.frontier.entries import LIVE, entry_url
 
 __all__ = ["StoredRequests"]
 
@@ -52,26 +57,26 @@ class StoredRequests:
                                    "scheduler/unserializable)", request, exc)
         self._tokens += 1
         self._live[self._tokens] = request
-        return b"M%d" % self._tokens
+        return LIVE + b"%d" % self._tokens
 
     def decode(self, data: bytes) -> Request:
-        if data[:1] == b"M":
+        if data[:1] == LIVE:
             return self._live[int(data[1:])]
         return decode_request(data, self.spider, self.tracked)
 
     def url(self, data: bytes) -> str | None:
         """The URL of an entry's request without building it (None: a request kept in memory
         by a run that ended, lost with it)."""
-        if data[:1] == b"M":
+        if data[:1] == LIVE:
             live = self._live.get(int(data[1:]))
             return live.url if live is not None else None
         return entry_url(data)
 
     def forget(self, data: bytes) -> None:
         """The entry is complete: a request kept in memory for it goes."""
-        if data[:1] == b"M":
+        if data[:1] == LIVE:
             self._live.pop(int(data[1:]), None)
 
     def where(self, data: bytes) -> str:
         """``memory`` or ``disk``, for Scrapy's scheduler stats."""
-        return "memory" if data[:1] == b"M" or not self.durable else "disk"
+        return "memory" if data[:1] == LIVE or not self.durable else "disk"

@@ -22,6 +22,7 @@ from scrapy import Request
 
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.core import DROP
+from crawler_ext.frontier.entries import ROBOTS, ROBOTS_HOP
 from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.robots import Decision, RobotsCache, origin_of
@@ -70,7 +71,7 @@ class RobotsGate:
         if decision is Decision.NEED_ROBOTS:
             origin = origin_of(url)
             self.cache.fetching(origin, now)
-            return Entry(entry.key, 0, b"R" + origin.encode("ascii"))
+            return Entry(entry.key, 0, ROBOTS + origin.encode("ascii"))
         if decision is Decision.WAIT:
             return when  # type: ignore[return-value]
         self._inc("robots/disallowed" if decision is Decision.DISALLOWED else "robots/gave_up", 1)
@@ -89,7 +90,7 @@ class RobotsGate:
         """The entry that queues a robots.txt redirect on its target host's key."""
         self._tokens += 1
         self._hops[self._tokens] = request
-        return Entry(self._key_of(host), 0, b"H%d" % self._tokens, priority=ROBOTS_PRIORITY)
+        return Entry(self._key_of(host), 0, ROBOTS_HOP + b"%d" % self._tokens, priority=ROBOTS_PRIORITY)
 
     def hop(self, entry: Entry) -> Request | None:
         """The redirect an ``H`` entry stands for (None: lost in a restart)."""

@@ -8,12 +8,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from crawler_ext.frontier.adapter.inflight import InFlight
 from crawler_ext.frontier.contract import FrontierBackend
-from crawler_ext.frontier.inflight import InFlight
 
 __all__ = ["Progress"]
 
-logger = logging.getLogger("crawler_ext.frontier.scheduler")
+logger = logging.getLogger("crawler_ext.frontier.adapter.scheduler")
 
 
 class Progress:

@@ -22,12 +22,12 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.job import job_dir
 
 from crawler_ext.diskfull import is_disk_full, report_disk_full
+from crawler_ext.frontier.adapter.engine import EngineHandle
+from crawler_ext.frontier.adapter.inflight import InFlight
+from crawler_ext.frontier.adapter.intake import Intake
+from crawler_ext.frontier.adapter.keys import PolitenessKeys
+from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.contract import FrontierBackend
-from crawler_ext.frontier.engine import EngineHandle
-from crawler_ext.frontier.inflight import InFlight
-from crawler_ext.frontier.intake import Intake
-from crawler_ext.frontier.keys import PolitenessKeys
-from crawler_ext.frontier.requests import StoredRequests
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.seen import SeenSet
 from crawler_ext.signals import frontier_commit

@@ -13,26 +13,28 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.job import job_dir
 
 from crawler_ext import config
-from crawler_ext.distributed import crawl_prefix, redis_from_settings
-from crawler_ext.distributed.bloom import RedisBloom
-from crawler_ext.distributed.frontier import RedisFrontier
-from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.admission import AdmissionRules
+from crawler_ext.frontier.contract import FrontierBackend, FrontierStore
 from crawler_ext.frontier.core import Frontier
 from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import make_engine
 from crawler_ext.frontier.politeness import PolitenessPolicy
 from crawler_ext.frontier.sqlite import SqliteStore
-from crawler_ext.frontier.contract import FrontierStore
 from crawler_ext.frontier.storage import MemoryStore
 from crawler_ext.hosts.robots import RobotsCache
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["make_frontier", "make_redis_frontier", "make_robots", "make_store",
-           "scheduler_parts"]
+__all__ = ["SHARED_BACKENDS", "admission_rules", "make_frontier", "make_robots", "make_store", "scheduler_parts"]
 
-logger = logging.getLogger("crawler_ext.frontier.scheduler")
+logger = logging.getLogger("crawler_ext.frontier.adapter.scheduler")
+
+#: the frontier backends shared by many workers, by ``CRAWLER_EXT_FRONTIER_BACKEND``: a
+#: function ``(crawler, policy, band weights) -> FrontierBackend`` named by its dotted path,
+#: as Scrapy names its components (the distributed package builds on the frontier, not the
+#: other way round)
+SHARED_BACKENDS = {"redis": "crawler_ext.distributed.factory.make_redis_frontier"}
 
 
 def make_frontier(crawler: Crawler) -> FrontierBackend:
@@ -45,8 +47,11 @@ def make_frontier(crawler: Crawler) -> FrontierBackend:
         backoff_factor=get("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR"),
         backoff_max=get("CRAWLER_EXT_POLITENESS_BACKOFF_MAX"),
     )
-    if get("CRAWLER_EXT_FRONTIER_BACKEND") == "redis":
-        return make_redis_frontier(crawler, policy, weights)
+    shared = SHARED_BACKENDS.get(get("CRAWLER_EXT_FRONTIER_BACKEND"))
+    if shared is not None:
+        from scrapy.utils.misc import load_object
+
+        return load_object(shared)(crawler, policy, weights)
     stats = crawler.stats
     return Frontier(
         make_store(crawler.settings, get("CRAWLER_EXT_FRONTIER_BANDS")), policy, weights,
@@ -61,10 +66,10 @@ def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
     """``FrontierScheduler``'s arguments from the crawler's settings."""
     from scrapy.utils.misc import build_from_crawler, load_object
 
-    from crawler_ext.admission import Admission, AdmissionRules
+    from crawler_ext.admission import Admission
     from crawler_ext.frontier.scoring import Scorer, load_host_ranks
     from crawler_ext.hosts.blocklist import Blocklist
-    from crawler_ext.hosts.netguard import NetworkGuard
+    from crawler_ext.hosts.netguard import network_guard
 
     s, stats = crawler.settings, crawler.stats
     get = lambda name: config.get(s, name)
@@ -74,10 +79,10 @@ def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
         "dupefilter": build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler),
         "scorer": Scorer(get("CRAWLER_EXT_FRONTIER_BANDS"),
                          load_host_ranks(rank_file) if rank_file else None),
-        "admission": Admission(AdmissionRules.from_settings(s),
+        "admission": Admission(admission_rules(s),
                                on_reject=lambda reason: stats.inc_value(
                                    f"admission/rejected/{reason}"),
-                               guard=NetworkGuard.from_settings(s)),
+                               guard=network_guard(s)),
         "stats": stats, "crawler": crawler,
         "flush_interval": get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
         "log_interval": get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
@@ -88,6 +93,22 @@ def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
         "blocklist": Blocklist(get("CRAWLER_EXT_BLOCKLIST")),
         "key_by_ip": get("CRAWLER_EXT_POLITENESS_KEY") == "ip",
         "dns_prefetch": get("CRAWLER_EXT_DNS_PREFETCH")}
+
+
+def admission_rules(settings: Any) -> AdmissionRules:
+    """The trap filters' and canonicalisation's rules from ``CRAWLER_EXT_*`` settings."""
+    get = lambda name: config.get(settings, name)  # noqa: E731
+    return AdmissionRules(
+        strip_tracking=get("CRAWLER_EXT_URL_STRIP_TRACKING"),
+        strip_session=get("CRAWLER_EXT_URL_STRIP_SESSION"),
+        sort_query=get("CRAWLER_EXT_URL_SORT_QUERY"),
+        max_url_length=get("CRAWLER_EXT_MAX_URL_LENGTH"),
+        max_path_depth=get("CRAWLER_EXT_MAX_PATH_DEPTH"),
+        max_repeated_segments=get("CRAWLER_EXT_MAX_REPEATED_SEGMENTS"),
+        host_page_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"),
+        pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"),
+        max_pattern_chain=get("CRAWLER_EXT_MAX_PATTERN_CHAIN"),
+    )
 
 
 def make_robots(settings: Any) -> RobotsCache | None:
@@ -133,7 +154,8 @@ def make_store(settings: Any, bands: int) -> FrontierStore:
     if backend == "sqlite":
         return SqliteStore(_store_path(settings, "sqlite", "CRAWLER_EXT_FRONTIER_SQLITE_PATH",
                                        "frontier.sqlite3"), bands)
-    raise config.ConfigError(f"CRAWLER_EXT_FRONTIER_BACKEND={backend}: use make_redis_frontier")
+    raise config.ConfigError(f"CRAWLER_EXT_FRONTIER_BACKEND={backend}: a shared backend, "
+                             f"built by {SHARED_BACKENDS.get(backend)}")
 
 
 def _store_path(settings: Any, backend: str, setting: str, name: str) -> str:
@@ -146,30 +168,3 @@ def _store_path(settings: Any, backend: str, setting: str, name: str) -> str:
         raise config.ConfigError(f"CRAWLER_EXT_FRONTIER_BACKEND={backend} needs JOBDIR (or "
                                  f"{setting}) to know where to keep the frontier")
     return str(Path(jobdir) / name)
-
-
-def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
-                        weights: list[float]) -> RedisFrontier:
-    """The shared frontier: connection from scrapy-redis's settings (REDIS_URL, REDIS_PARAMS),
-    seeds from its start-URLs key, the seen set as a Redis Bloom filter."""
-    from scrapy_redis.defaults import START_URLS_KEY, STATS_KEY
-
-    s = crawler.settings
-    get = lambda name: config.get(s, name)
-    name = crawler.spidercls.name
-    redis = redis_from_settings(s)
-    prefix = crawl_prefix(s, name)
-    seeds_key = s.get("REDIS_START_URLS_KEY", START_URLS_KEY) % {"name": name, "spider": name}
-    bloom = RedisBloom(redis, prefix, get("CRAWLER_EXT_BLOOM_CAPACITY"),
-                       get("CRAWLER_EXT_BLOOM_ERROR_RATE"))
-    stats = crawler.stats
-    return RedisFrontier(
-        redis, prefix, policy, weights, bloom,
-        shards=get("CRAWLER_EXT_REDIS_SHARDS"), lease_ttl=get("CRAWLER_EXT_REDIS_LEASE_TTL"),
-        buffer=s.getint("CONCURRENT_REQUESTS"), seeds_key=seeds_key,
-        stats_key=s.get("STATS_KEY", STATS_KEY) % {"spider": name},
-        wait_for_seeds=get("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS"),
-        on_stat=lambda key, value: stats.inc_value(key, value),
-        host_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"),
-        pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"),
-        refresh_share=get("CRAWLER_EXT_RECRAWL_SHARE"))

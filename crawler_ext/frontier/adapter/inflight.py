@@ -18,10 +18,10 @@ from typing import Any
 
 from scrapy import Request
 
+from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.lag import ServerLatency
 from crawler_ext.frontier.politeness import BACKOFF_STATUSES, Outcome, parse_retry_after
-from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.storage import Entry
 
 __all__ = ["Dispatched", "InFlight"]

@@ -22,17 +22,18 @@ from scrapy import Request
 
 from crawler_ext.admission import Admission, RuleLearning
 from crawler_ext.admission.urls import REST_BITS, fingerprint, host_of
-from crawler_ext.frontier.codec import CHAIN, peek
+from crawler_ext.frontier.adapter.codec import peek
+from crawler_ext.frontier.adapter.keys import PolitenessKeys
+from crawler_ext.frontier.adapter.requests import StoredRequests
+from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.entries import CHAIN, REFRESH_META
 from crawler_ext.frontier.importance import MEAN_IMPORTANCE, Opic
-from crawler_ext.frontier.keys import PolitenessKeys, canonical_key, politeness_key
-from crawler_ext.frontier.requests import StoredRequests
-from crawler_ext.frontier.robotsgate import ROBOTS_META, RobotsGate
+from crawler_ext.frontier.keys import canonical_key, politeness_key
 from crawler_ext.frontier.scoring import Scorer
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.recent import RecentMap
-from crawler_ext.recrawl.middleware import REFRESH_META
 from crawler_ext.seen import MAYBE, SeenSet
 
 __all__ = ["USER_DONT_FILTER", "Intake", "checks_seen"]

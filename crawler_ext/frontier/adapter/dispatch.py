@@ -15,13 +15,13 @@ from typing import Any
 from scrapy import Request
 
 from crawler_ext.admission import Admission
-from crawler_ext.frontier.codec import CHAIN
+from crawler_ext.frontier.adapter.inflight import InFlight
+from crawler_ext.frontier.adapter.requests import StoredRequests
+from crawler_ext.frontier.adapter.robotsgate import RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.core import DROP
+from crawler_ext.frontier.entries import CHAIN, ROBOTS, ROBOTS_HOP, is_robots
 from crawler_ext.frontier.importance import IMPORTANCE_META, Opic
-from crawler_ext.frontier.inflight import InFlight
-from crawler_ext.frontier.requests import StoredRequests
-from crawler_ext.frontier.robotsgate import RobotsGate
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.blocklist import Blocklist
 
@@ -69,10 +69,10 @@ class Dispatcher:
         if entry is None:
             return None
         kind = entry.data[:1]
-        if kind == b"R" and self.robots is not None:
+        if kind == ROBOTS and self.robots is not None:
             request = self.robots.request(entry.data[1:].decode("ascii"), self._robots_parsed,
                                           self._robots_failed)
-        elif kind == b"H" and self.robots is not None:
+        elif kind == ROBOTS_HOP and self.robots is not None:
             request = self.robots.take_hop(entry)  # type: ignore[assignment]
         else:
             request = self.requests.decode(entry.data)
@@ -84,7 +84,7 @@ class Dispatcher:
                 request.meta[IMPORTANCE_META] = weight
         self.inflight.add(request, entry, now)
         self._dispatched += 1
-        if kind not in (b"R", b"H"):  # the frontier's own robots.txt fetches aside
+        if not is_robots(kind):  # the frontier's own robots.txt fetches aside
             self._dequeued[self.requests.where(entry.data)] += 1
         active = self.frontier.active_keys()
         if active > self._active_max:
@@ -93,7 +93,7 @@ class Dispatcher:
 
     def gate(self, entry: Entry, now: float) -> Entry | float | str:
         """robots.txt and the blocklist, checked when a URL's turn comes."""
-        if entry.data[:1] == b"H":  # a robots.txt redirect: no robots.txt for robots.txt
+        if entry.data[:1] == ROBOTS_HOP:  # a robots.txt redirect: no robots.txt for robots.txt
             hop = self.robots.hop(entry) if self.robots is not None else None
             if hop is None or self.blocklist.blocked(hop.url):  # (a hop lost in a restart)
                 if self.robots is not None:

@@ -1,4 +1,4 @@
-"""Serialisation of requests for the frontier's stores.
+"""Scrapy requests as the frontier's entries hold them (the formats: ``crawler_ext.frontier.entries``).
 
 A plain GET (default callback; no body, cookies, or headers but Referer; no meta beyond
 depth) -- what a link-following spider yields -- is stored as
@@ -16,12 +16,11 @@ from urllib.parse import urlsplit
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-__all__ = ["CHAIN", "encode_plain", "encode_request", "decode_request", "entry_url", "is_plain",
+from crawler_ext.frontier.entries import CHAIN, LINK, REQUEST, entry_url
+
+__all__ = ["CHAIN", "decode_request", "encode_plain", "encode_request", "entry_url", "is_plain",
            "peek"]
 
-#: meta key of a URL's pattern-chain length (admission), kept with it in the frontier so that
-#: the worker that fetches it -- after a restart, or another worker -- continues the chain
-CHAIN = "crawler_ext_chain"
 
 # meta keys that Scrapy sets itself and that need not survive storage; a user's own
 # ``download_slot`` and ``download_timeout`` are kept (Scrapy sets the slot to the host name,
@@ -85,7 +84,7 @@ def encode_plain(request: Request, referer: bytes | None = None) -> bytes:
     if referer is None:
         headers = peek(request, "headers")
         referer = (headers.get(b"Referer") if headers else None) or b""
-    return b"U%s\x00%s\x00%s" % (head, referer, request.url.encode("utf-8"))
+    return LINK + b"%s\x00%s\x00%s" % (head, referer, request.url.encode("utf-8"))
 
 
 def encode_request(request: Request, spider: Any) -> bytes:
@@ -93,7 +92,7 @@ def encode_request(request: Request, spider: Any) -> bytes:
         return encode_plain(request)
     data = request.to_dict(spider=spider)
     data["meta"] = _stored_meta(request)
-    return b"D" + pickle.dumps(data, protocol=4)
+    return REQUEST + pickle.dumps(data, protocol=4)
 
 
 def decode_request(blob: bytes, spider: Any, tracked: bool = True) -> Request:
@@ -102,7 +101,7 @@ def decode_request(blob: bytes, spider: Any, tracked: bool = True) -> Request:
     aid that ``MEMDEBUG_ENABLED`` and the telnet console's ``prefs()`` read): its weak
     reference was a third of the objects each request in flight kept alive for the garbage
     collector, and a quarter of building it."""
-    if blob[:1] == b"U":
+    if blob[:1] == LINK:
         head, referer, url = blob[1:].split(b"\x00", 2)
         depth_text, _, chain_text = head.partition(b".")
         depth, chain = int(depth_text), int(chain_text or 0)
@@ -123,10 +122,3 @@ def decode_request(blob: bytes, spider: Any, tracked: bool = True) -> Request:
         del request.meta["verbatim_url"]
         return request
     return request_from_dict(pickle.loads(blob[1:]), spider=spider)
-
-
-def entry_url(blob: bytes) -> str:
-    """The URL of a stored request, without building the request."""
-    if blob[:1] == b"U":
-        return blob.split(b"\x00", 2)[2].decode("utf-8")
-    return pickle.loads(blob[1:])["url"]

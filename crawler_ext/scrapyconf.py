@@ -1,0 +1,27 @@
+"""Scrapy configured for the pack, where its components are built (``from_crawler``)."""
+
+from __future__ import annotations
+
+import logging
+
+__all__ = ["use_bundled_public_suffix_list"]
+
+logger = logging.getLogger(__name__)
+
+
+
+def use_bundled_public_suffix_list() -> bool:
+    """No network access nobody asked for: Scrapy's cookie middleware asks tldextract for
+    public suffixes, and tldextract downloads the Public Suffix List on first use unless told
+    to use the copy it ships.  Point it at that copy (loudly, if Scrapy changed)."""
+    try:
+        from scrapy.downloadermiddlewares import cookies
+        from tldextract import TLDExtract
+    except ImportError:
+        return False
+    if not hasattr(cookies, "_split_domain"):
+        logger.warning("Scrapy's cookie middleware has no _split_domain any more: tldextract "
+                       "may try to download the Public Suffix List during the crawl")
+        return False
+    cookies._split_domain = TLDExtract(suffix_list_urls=(), include_psl_private_domains=True)
+    return True
