@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote
@@ -21,6 +23,7 @@ def resource(path: str) -> str:
     return unquote(p) + ("?" + "&".join(params) if params else "")
 
 
+@pytest.mark.slow
 def test_no_resource_twice_and_traps_contained(testweb_factory, tmp_path: Path) -> None:
     # 3 of the 30 hosts are trap hosts with 3 traps each (calendar, repeating segments,
     # session ids in paths); the trap defences run with their defaults
@@ -56,6 +59,7 @@ def test_no_resource_twice_and_traps_contained(testweb_factory, tmp_path: Path) 
     assert share <= 0.01
 
 
+@pytest.mark.slow
 def test_exact_mode_fetches_what_an_overfull_bloom_filter_would_skip(
         testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=20, pages=30, hazards=False)

@@ -25,6 +25,7 @@ def base_settings(web, **extra) -> dict:
     return settings
 
 
+@pytest.mark.slow
 def test_politeness_holds_and_every_page_is_fetched_once(testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=30, pages=8, hazards=False)
     result = run_crawl("-a", f"seeds={web.url(0)}", items_path=tmp_path / "items.jsonl",
@@ -38,6 +39,7 @@ def test_politeness_holds_and_every_page_is_fetched_once(testweb_factory, tmp_pa
     assert result.stat("frontier/dispatched") == 240
 
 
+@pytest.mark.slow
 def test_429_and_503_back_off_and_retry_after_is_honoured(testweb_factory, tmp_path: Path) -> None:
     # host 4 answers 429 + Retry-After: 2 when hit within 0.8 s; host 9 answers 503 +
     # Retry-After: 1 the first time for some pages
@@ -80,6 +82,7 @@ def durable_crawl(web, tmp_path: Path, backend: str = "disk", **extra
     return settings, cmd
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["disk", "sqlite", "sqlite, resumed by default"])
 def test_kill_9_and_resume_loses_no_url(testweb_factory, tmp_path: Path, backend: str) -> None:
     """... with the disk frontier, the sqlite one, and a JOBDIR begun with the sqlite frontier

@@ -3,6 +3,8 @@ guard and per-IP politeness, judged by the request log."""
 
 from __future__ import annotations
 
+import pytest
+
 from collections import defaultdict
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from conftest import run_crawl
 from testweb import politeness_violations, read_log
 
 
+@pytest.mark.slow
 def test_robots_rules_5xx_crawl_delay_and_blocklist(testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=10, pages=5)
     blocklist = tmp_path / "blocked.txt"
@@ -50,6 +53,7 @@ def test_robots_rules_5xx_crawl_delay_and_blocklist(testweb_factory, tmp_path: P
     assert result.stat("robots/sitemaps") >= 5
 
 
+@pytest.mark.slow
 def test_private_addresses_are_refused_by_default(testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=3, pages=3, hazards=False)
     result = run_crawl("-a", f"seeds={web.url(0)},http://127.0.0.1:{web.port}/",
@@ -65,6 +69,7 @@ def test_private_addresses_are_refused_by_default(testweb_factory, tmp_path: Pat
     assert result.items == []
 
 
+@pytest.mark.slow
 def test_politeness_per_ip_groups_hosts_that_share_a_server(testweb_factory,
                                                            tmp_path: Path) -> None:
     # every test web host is served from 127.0.0.1: per IP, they are one politeness unit
@@ -102,6 +107,7 @@ def _archived(warc_dir: Path) -> dict[str, set[str]]:
     return kinds
 
 
+@pytest.mark.slow
 def test_nofollow_noindex_and_canonical_directives(testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=10, pages=5)
     common = {"CRAWLER_EXT_HOSTS": web.hosts_setting, "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.1,
@@ -140,6 +146,7 @@ def test_nofollow_noindex_and_canonical_directives(testweb_factory, tmp_path: Pa
     assert len(kept_out.items) == len(marked.items) - len(noindex_urls)
 
 
+@pytest.mark.slow
 def test_a_changed_robots_txt_is_obeyed_after_expiry(testweb_factory, tmp_path: Path) -> None:
     # host 9 changes its robots.txt after the first fetch: allow all, then Disallow: /p/
     web = testweb_factory(hosts=10, pages=30, robots_change=True)

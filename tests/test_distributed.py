@@ -215,8 +215,8 @@ def test_a_url_admitted_by_a_worker_killed_before_its_push_is_fetched(redis) -> 
     assert sum(int(redis.hlen(f"{tag}:e")) for tag in b._tags) == 3
 
 
-def _frontier(redis, lease_ttl: float = 2.0) -> RedisFrontier:
-    return RedisFrontier(redis, "t", PolitenessPolicy(min_delay=0.5, max_delay=0.5), [5, 2, 1],
+def _frontier(redis, lease_ttl: float = 2.0, delay: float = 0.5) -> RedisFrontier:
+    return RedisFrontier(redis, "t", PolitenessPolicy(min_delay=delay, max_delay=delay), [5, 2, 1],
                          RedisBloom(redis, "t", 10_000), shards=4, lease_ttl=lease_ttl, buffer=8)
 
 
@@ -233,7 +233,8 @@ def _entry(host: str, n: int, band: int = 1) -> Entry:
 
 
 def test_a_leased_host_is_fetched_by_one_worker_and_a_crashed_lease_returns(redis) -> None:
-    a, b = _frontier(redis), _frontier(redis)
+    # a 3 s rest: "still resting" holds on a loaded machine too
+    a, b = _frontier(redis, 6.0, delay=3.0), _frontier(redis, 6.0, delay=3.0)
     for f in (a, b):
         f.open()
     a.add([_entry("h1", 1), _entry("h1", 2), _entry("h2", 1, band=0)])
@@ -247,18 +248,18 @@ def test_a_leased_host_is_fetched_by_one_worker_and_a_crashed_lease_returns(redi
     got_b = [entry_url(e.data) for e in _exchange(b)]
     # each host leased once: a holds h1 and h2; b gets nothing while a holds them
     assert sorted(got_a) == ["http://h1/p/1", "http://h2/p/1"] and got_b == []
-    # a reports h1's fetch: h1 rests 0.5 s, then b may take its second URL
+    # a reports h1's fetch: h1 rests 3 s, then b may take its second URL
     h1 = next(e for e in first if e is not None and e.key == "h1")
     a.done(h1, Outcome(200, 0.01), time.time())
     a.complete([h1.id])
     _exchange(a)
     assert _exchange(b) == []  # still resting
-    time.sleep(0.6)
+    time.sleep(3.1)
     taken = _exchange(b)
     assert [entry_url(e.data) for e in taken] == ["http://h1/p/2"]
     assert b.next(time.time()).key == "h1"
     # a crashes holding h2 (no renewal, no release): after the lease expires b gets h2 back
-    time.sleep(2.1)
+    time.sleep(3.2)
     taken = _exchange(b)
     assert [entry_url(e.data) for e in taken] == ["http://h2/p/1"]
     assert b._remote == 2  # h1/p/2 and h2/p/1 are still leased (by b)
@@ -414,6 +415,7 @@ def _kill_all(workers: list[subprocess.Popen]) -> None:
             w.kill()
 
 
+@pytest.mark.slow
 def test_three_workers_one_killed_fetch_every_page_once_and_stay_polite(
         target: Target, testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=30, pages=12, hazards=False)
@@ -495,6 +497,7 @@ def _crawl_with_a_kill(web, tmp_path: Path, workers: list[subprocess.Popen],
     assert float(totals[b"frontier/dispatched"]) == sum(s["frontier/dispatched"] for s in stats)
 
 
+@pytest.mark.slow
 def test_workers_share_the_content_index(single_redis, testweb_factory,
                                          tmp_path: Path) -> None:
     # host 8 mirrors host 0: a copy one worker fetches is recognised against the original
@@ -727,6 +730,7 @@ def test_a_cluster_primary_killed_mid_crawl_fails_over_without_losing_a_url(
         assert text.count("is unreachable") <= 1, text[-3000:]
 
 
+@pytest.mark.slow
 def test_four_workers_fetch_no_url_twice(target: Target, testweb_factory,
                                          tmp_path: Path) -> None:
     """Four workers, every one also given the seeds on its command line (as a user might):
@@ -749,6 +753,7 @@ def test_four_workers_fetch_no_url_twice(target: Target, testweb_factory,
     assert sum(1 for s in stats if s.get("frontier/dispatched", 0) > 0) >= 3
 
 
+@pytest.mark.slow
 def test_a_host_budget_holds_across_workers(target: Target, testweb_factory,
                                             tmp_path: Path) -> None:
     """CRAWLER_EXT_HOST_PAGE_BUDGET is counted in Redis with the push: four workers together
@@ -767,6 +772,7 @@ def test_a_host_budget_holds_across_workers(target: Target, testweb_factory,
     assert sum(s.get("admission/rejected/host_budget", 0) for s in stats) > 0
 
 
+@pytest.mark.slow
 def test_two_workers_recrawl_with_the_pages_history_carried_in_the_refresh(
         single_redis, testweb_factory, tmp_path: Path) -> None:
     """Recrawl mode with the shared frontier: a refresh one worker scheduled may be fetched by

@@ -125,6 +125,7 @@ def test_server_list_and_hosts_file_parsing(tmp_path: Path) -> None:
     assert read_hosts_file(hosts) == {"localhost": "127.0.0.1", "box.local": "127.0.0.1"}
 
 
+@pytest.mark.slow
 def test_crawl_resolves_through_the_dns_server_once_per_host(testweb_factory,
                                                              tmp_path: Path) -> None:
     # no hosts override: every name comes from the test web's DNS server, whose TTL (1 s) is

@@ -4,6 +4,8 @@ without it, with the same politeness, and refuses known links in the middleware.
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 from conftest import run_crawl
@@ -13,6 +15,7 @@ from testweb import politeness_violations, read_log
 OFF = '{"crawler_ext.frontier.adapter.knownlinks.KnownLinksMiddleware": null}'
 
 
+@pytest.mark.slow
 def test_refusing_known_links_before_the_engine_fetches_the_same_urls(testweb_factory,
                                                                        tmp_path: Path) -> None:
     fetched, results = [], []

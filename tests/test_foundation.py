@@ -87,6 +87,7 @@ def test_a_changing_webs_page_classes_change_on_their_periods() -> None:
         parse_change_classes("never,0")
 
 
+@pytest.mark.slow
 def test_ip_literal_seeds_and_allowed_domains(testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=5, pages=5, hazards=False)
     result = run_crawl("-a", f"seeds=http://127.0.0.1:{web.port}/", "-a", "allowed_domains=127.0.0.1",
@@ -98,6 +99,7 @@ def test_ip_literal_seeds_and_allowed_domains(testweb_factory, tmp_path: Path) -
     assert all(u.startswith(f"http://127.0.0.1:{web.port}/") for u in urls)
 
 
+@pytest.mark.slow
 def test_thousand_host_crawl_completes_and_the_log_accounts_for_every_fetch(
         testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=1000, pages=3)

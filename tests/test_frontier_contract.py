@@ -157,7 +157,7 @@ def test_one_keys_entries_go_by_priority_then_band_then_arrival(driver: Driver) 
 
 def test_delayed_entries_become_ready_at_their_due_time(driver: Driver) -> None:
     frontier = driver.make()
-    due = time.time() + 0.6
+    due = time.time() + 3.0  # ("not yet due" holds on a loaded machine too)
     frontier.add_delayed([entry("a", 7)], due)
     frontier.add([entry("b", 1)])
     assert frontier.pending() >= 2

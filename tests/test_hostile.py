@@ -53,6 +53,7 @@ def crawl(hostile: Hostile, tmp_path: Path, kinds: list[str], *args: str, **sett
                      settings=base, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("allowed_domains", [False, True])
 def test_no_redirect_reaches_a_forbidden_address(hostile, tmp_path: Path,
                                                  allowed_domains: bool) -> None:
@@ -74,6 +75,7 @@ def test_no_redirect_reaches_a_forbidden_address(hostile, tmp_path: Path,
         assert result.stat("netguard/refused") >= 1  # (robots.txt is tried again)
 
 
+@pytest.mark.slow
 def test_robots_txt_redirects_are_paced_on_their_host(hostile, tmp_path: Path) -> None:
     result = crawl(hostile, tmp_path, ["hops"])
     assert result.returncode == 0, result.output[-3000:]
@@ -87,6 +89,7 @@ def test_robots_txt_redirects_are_paced_on_their_host(hostile, tmp_path: Path) -
     assert len(pages) == 5 and min(e.start for e in pages) > max(e.end for e in robots)
 
 
+@pytest.mark.slow
 def test_hosts_asking_to_wait_for_days_are_parked_and_the_crawl_ends(
         hostile, tmp_path: Path) -> None:
     result = crawl(hostile, tmp_path, ["retryafter", "retrydate", "crawldelay", "normal"],
@@ -104,6 +107,7 @@ def test_hosts_asking_to_wait_for_days_are_parked_and_the_crawl_ends(
     assert "parked" in result.output
 
 
+@pytest.mark.slow
 def test_cookies_use_the_bundled_public_suffix_list(hostile, tmp_path: Path) -> None:
     # outbound connections to anything but loopback are recorded by a sitecustomize hook;
     # tldextract would try to download the Public Suffix List on the first cookie

@@ -37,6 +37,7 @@ def pywb_bin() -> Path:
     return bindir
 
 
+@pytest.mark.slow
 def test_pywb_replays_original_bodies(testweb_factory, tmp_path: Path) -> None:
     bindir = pywb_bin()
     web = testweb_factory(hosts=7, pages=3)  # host 6 serves gzip

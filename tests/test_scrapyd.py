@@ -26,6 +26,7 @@ def api(port: int, endpoint: str, data: dict | None = None) -> dict:
         return json.loads(resp.read())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SCRAPYD and SCRAPYD_DEPLOY), reason="scrapyd and scrapyd-client needed")
 def test_scrapyd_runs_the_deployed_spider(testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=3, pages=4, hazards=False)

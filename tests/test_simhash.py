@@ -169,6 +169,6 @@ def test_a_deeply_nested_page_skips_main_content_detection() -> None:
     started = time.perf_counter()
     text, basis = fingerprint_text(deep)
     assert basis == "full" and text.startswith("w0 w1")
-    assert time.perf_counter() - started < 5  # main-content detection took 112 s here
+    assert time.perf_counter() - started < 30  # main-content detection took 112 s here
     assert too_deep(deep) and not too_deep("<div>" * 1999 + "</div>" * 1999)
     assert too_deep("<p>x" * 5000)  # unclosed tags count as open: an upper bound, never less

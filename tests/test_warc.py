@@ -78,6 +78,7 @@ def test_a_torn_last_record_is_cut_and_the_rest_indexed(tmp_path: Path) -> None:
     assert [d["url"] for _, _, d in read_index(index)] == sorted(uris, key=surt)
 
 
+@pytest.mark.slow
 def test_crawl_archives_bytes_as_transferred_with_revisits(testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=9, pages=4)  # host 6 gzips, host 8 mirrors host 0
     warcs = tmp_path / "warcs"
@@ -254,7 +255,7 @@ def test_a_flush_without_a_durable_journal_does_not_wait(tmp_path: Path) -> None
     write_pages(writer, 3)  # type: ignore[arg-type]
     started = time.monotonic()
     writer.flush(wait=False)
-    assert time.monotonic() - started < 1.0  # (a waiting flush would block until the gate)
+    assert time.monotonic() - started < 5.0  # (a waiting flush would block 10 s, at the gate)
     gate.set()
     deadline = time.monotonic() + 10
     found: list[str] = []
