@@ -9,6 +9,8 @@ import itertools
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import WARCIO, run_crawl
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
