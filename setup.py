@@ -39,6 +39,7 @@ COMPILED: list[str] = [
     "crawler_ext/frontier/lag.py",
     "crawler_ext/frontier/politeness.py",
     "crawler_ext/frontier/storage.py",
+    "crawler_ext/frontier/strategy.py",
     "crawler_ext/recent.py",
     "crawler_ext/seen/bloom.py",
 ]

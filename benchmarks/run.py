@@ -307,13 +307,14 @@ def _scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None,
         from crawler_ext.frontier.kv import RocksEngine
         from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
         from crawler_ext.frontier.scoring import Scorer
+        from crawler_ext.frontier.strategy import DefaultStrategy
         from crawler_ext.seen.bloom import BloomDupeFilter
 
         store = DiskStore(tmp / "frontier", 3, RocksEngine())
         # no politeness wait, so that dispatch is measured: every host ready at once
         frontier = Frontier(store, PolitenessPolicy(min_delay=0, max_delay=0), [5, 2, 1],
                             max_active_keys=10_000, max_in_flight=1)
-        sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=n), Scorer(3),
+        sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=n), DefaultStrategy(Scorer(3)),
                                   flush_interval=3600, log_interval=0)
         sched.spider = spider
         store.open()

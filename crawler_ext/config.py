@@ -61,6 +61,15 @@ def _optional_str(value: Any) -> str | None:
     return str(value)
 
 
+def _strategy(value: Any) -> str:
+    text = str(value or "").strip()
+    if not text:
+        raise ValueError("give a short name (default) or a dotted path")
+    if "." not in text and text != "default":
+        raise ValueError(f"unknown strategy {text!r}: use default, or a class's dotted path")
+    return text
+
+
 def _mapping(value: Any) -> dict[str, str]:
     """A dict, a JSON object, or ``name=value,name=value`` (the form ``-s`` gives)."""
     if value is None or value == "":
@@ -323,6 +332,11 @@ _SPECS = [
             "Most URLs taken from one sitemap (the protocol's limit: 50,000)."),
     Setting("CRAWLER_EXT_STATS_FILE", None, _optional_str,
             "Write the final crawl stats as JSON to this file (the StatsFile extension)."),
+    Setting("CRAWLER_EXT_STRATEGY", "default", _strategy,
+            "The crawling strategy, which orders the crawl: a short name (default: host rank, "
+            "page importance by OPIC and depth, learned demotion, the refresh share) or the "
+            "dotted path of a class implementing crawler_ext.frontier.strategy."
+            "CrawlingStrategy (built by its from_crawler(crawler) if it has one)."),
     Setting("CRAWLER_EXT_URL_SORT_QUERY", False, _bool,
             "Sort query parameters when canonicalising (a heuristic: off by default)."),
     Setting("CRAWLER_EXT_URL_STRIP_SESSION", False, _bool,

@@ -21,6 +21,7 @@ from crawler_ext.frontier.importance import IMPORTANCE_META, Opic
 from crawler_ext.frontier.adapter.knownlinks import KnownLinksMiddleware
 from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
+from crawler_ext.frontier.strategy import DefaultStrategy
 from crawler_ext.recrawl.sitemaps import SitemapMiddleware
 from crawler_ext.signals import frontier_opened
 from testweb import politeness_violations, read_log
@@ -84,7 +85,7 @@ def test_what_opic_remembers_is_bounded() -> None:
 def _scheduler(store: object = None) -> FrontierScheduler:
     frontier = Frontier(store or MemoryStore(16), PolitenessPolicy(min_delay=0, max_delay=0),
                         [2.0 ** (15 - b) for b in range(16)])
-    sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=1000), Scorer(16))
+    sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=1000), DefaultStrategy(Scorer(16)))
     sched.spider = Spider("t")
     return sched
 
@@ -211,5 +212,5 @@ def test_a_sitemaps_urls_are_not_start_urls_and_bring_no_cash() -> None:
     sched = _scheduler()
     for request in crawled:
         assert sched.enqueue_request(request)
-    assert sched.intake.importance._cash == {fingerprint("http://a.test/sitemap.xml"): 0.0,
+    assert sched.strategy.importance._cash == {fingerprint("http://a.test/sitemap.xml"): 0.0,
                                              fingerprint("http://a.test/1"): 0.0}

@@ -11,11 +11,12 @@ from crawler_ext.dupefilter import BloomDupeFilter
 from crawler_ext.frontier import Frontier, MemoryStore, PolitenessPolicy
 from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
+from crawler_ext.frontier.strategy import DefaultStrategy
 
 
 def make_scheduler(rules_path: Path | None = None) -> FrontierScheduler:
     frontier = Frontier(MemoryStore(3), PolitenessPolicy(min_delay=0, max_delay=0), [5, 2, 1])
-    sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=1000), Scorer(3),
+    sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=1000), DefaultStrategy(Scorer(3)),
                               rules_path=rules_path, learn_min_evidence=3)
     sched.spider = Spider("t")
     return sched

@@ -15,6 +15,7 @@ from crawler_ext.frontier import Frontier, PolitenessPolicy, SqliteStore
 from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META
 from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
+from crawler_ext.frontier.strategy import DefaultStrategy
 from crawler_ext.hosts.robots import RobotsCache
 from crawler_ext.signals import frontier_commit
 
@@ -54,7 +55,7 @@ def make(tmp_path: Path, **kwargs) -> tuple[FrontierScheduler, list[str]]:
     signals.connect(lambda **_: calls.append("frontier_commit"), signal=frontier_commit,
                     weak=False)
     crawler = SimpleNamespace(signals=signals)  # no engine: every response is processed
-    sched = FrontierScheduler(frontier, RecordingSeen(calls), Scorer(3), crawler=crawler,
+    sched = FrontierScheduler(frontier, RecordingSeen(calls), DefaultStrategy(Scorer(3)), crawler=crawler,
                               **kwargs)
     sched.spider = Spider("t")
     return sched, calls

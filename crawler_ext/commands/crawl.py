@@ -29,11 +29,12 @@ class Command(ScrapyCrawlCommand):
         if _uses_frontier(self.settings):
             from scrapy.utils.misc import load_object
 
-            from crawler_ext.frontier.adapter.factory import make_store
+            from crawler_ext.frontier.adapter.factory import make_store, strategy_class
             from crawler_ext.seen.adapter import check_dupefilter_class
 
             try:
                 check_dupefilter_class(load_object(self.settings["DUPEFILTER_CLASS"]))
+                strategy_class(config.get(self.settings, "CRAWLER_EXT_STRATEGY"))
                 if config.get(self.settings, "CRAWLER_EXT_FRONTIER_BACKEND") != "redis":
                     # where the frontier is kept, and with which engine (nothing is opened)
                     make_store(self.settings, config.get(self.settings,

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 __all__ = ["make_redis_frontier"]
 
 
-def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
-                        weights: list[float]) -> RedisFrontier:
+def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy, weights: list[float],
+                        refresh_share: float) -> RedisFrontier:
     """The shared frontier: connection from scrapy-redis's settings (REDIS_URL, REDIS_PARAMS),
     seeds from its start-URLs key, the seen set as a Redis Bloom filter."""
     from scrapy_redis.defaults import START_URLS_KEY, STATS_KEY
@@ -41,4 +41,4 @@ def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy,
         on_stat=lambda key, value: stats.inc_value(key, value),
         host_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"),
         pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"),
-        refresh_share=get("CRAWLER_EXT_RECRAWL_SHARE"))
+        refresh_share=refresh_share)

@@ -21,8 +21,9 @@ from crawler_ext.frontier.adapter.robotsgate import RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.core import DROP
 from crawler_ext.frontier.entries import CHAIN, ROBOTS, ROBOTS_HOP, is_robots
-from crawler_ext.frontier.importance import IMPORTANCE_META, Opic
+from crawler_ext.frontier.importance import IMPORTANCE_META
 from crawler_ext.frontier.storage import Entry
+from crawler_ext.frontier.strategy import CrawlingStrategy
 from crawler_ext.hosts.blocklist import Blocklist
 
 __all__ = ["Dispatcher"]
@@ -31,7 +32,7 @@ __all__ = ["Dispatcher"]
 class Dispatcher:
     def __init__(self, frontier: FrontierBackend, robots: RobotsGate | None,
                  blocklist: Blocklist, requests: StoredRequests, admission: Admission,
-                 inflight: InFlight, importance: Opic, inc: Callable[..., None],
+                 inflight: InFlight, strategy: CrawlingStrategy, inc: Callable[..., None],
                  stats: Any = None) -> None:
         self.frontier = frontier
         self.robots = robots
@@ -39,7 +40,7 @@ class Dispatcher:
         self.requests = requests
         self.admission = admission
         self.inflight = inflight
-        self.importance = importance
+        self.strategy = strategy
         self._inc = inc
         self.stats = stats
         # counted here, handed over as stats by count_into (the scheduler's flush): four stat
@@ -79,7 +80,7 @@ class Dispatcher:
             chain = request.meta.get(CHAIN)
             if chain:
                 self.admission.restore_chain(request.url, chain)
-            weight = self.importance.weight(entry.fp)
+            weight = self.strategy.weight(entry.fp)
             if weight is not None:  # (the recrawl policy weighs the page by it)
                 request.meta[IMPORTANCE_META] = weight
         self.inflight.add(request, entry, now)

@@ -19,25 +19,30 @@ from crawler_ext.frontier.core import Frontier
 from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import make_engine
 from crawler_ext.frontier.politeness import PolitenessPolicy
+from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import MemoryStore
+from crawler_ext.frontier.strategy import STRATEGIES, CrawlingStrategy, DefaultStrategy
 from crawler_ext.hosts.robots import RobotsCache
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["SHARED_BACKENDS", "admission_rules", "make_frontier", "make_robots", "make_store", "scheduler_parts"]
+__all__ = ["SHARED_BACKENDS", "admission_rules", "make_frontier", "make_robots", "make_store",
+           "make_strategy", "scheduler_parts", "strategy_class"]
 
 logger = logging.getLogger("crawler_ext.frontier.adapter.scheduler")
 
 #: the frontier backends shared by many workers, by ``CRAWLER_EXT_FRONTIER_BACKEND``: a
-#: function ``(crawler, policy, band weights) -> FrontierBackend`` named by its dotted path,
+#: function ``(crawler, policy, band weights, refresh share) -> FrontierBackend`` named by its
+#: dotted path,
 #: as Scrapy names its components (the distributed package builds on the frontier, not the
 #: other way round)
 SHARED_BACKENDS = {"redis": "crawler_ext.distributed.factory.make_redis_frontier"}
 
 
-def make_frontier(crawler: Crawler) -> FrontierBackend:
+def make_frontier(crawler: Crawler, refresh_share: float) -> FrontierBackend:
+    """The frontier backend; ``refresh_share``: the strategy's share of refreshes."""
     get = lambda name: config.get(crawler.settings, name)
     weights = config.band_weights(crawler.settings)
     policy = PolitenessPolicy(
@@ -51,15 +56,56 @@ def make_frontier(crawler: Crawler) -> FrontierBackend:
     if shared is not None:
         from scrapy.utils.misc import load_object
 
-        return load_object(shared)(crawler, policy, weights)
+        return load_object(shared)(crawler, policy, weights, refresh_share)
     stats = crawler.stats
     return Frontier(
         make_store(crawler.settings, get("CRAWLER_EXT_FRONTIER_BANDS")), policy, weights,
         max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
         max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
         on_stat=lambda name, value: stats.inc_value(name, value),
-        refresh_share=get("CRAWLER_EXT_RECRAWL_SHARE"),
+        refresh_share=refresh_share,
     )
+
+
+def make_strategy(crawler: Crawler) -> CrawlingStrategy:
+    """The crawling strategy of ``CRAWLER_EXT_STRATEGY``: the default one from its settings, a
+    user's class by its ``from_crawler(crawler)`` or, without one, built with no argument."""
+    from scrapy.utils.misc import build_from_crawler
+
+    s = crawler.settings
+    get = lambda name: config.get(s, name)  # noqa: E731
+    name = get("CRAWLER_EXT_STRATEGY")
+    if name == "default":
+        rank_file = get("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE")
+        return DefaultStrategy(Scorer(get("CRAWLER_EXT_FRONTIER_BANDS"),
+                                      load_host_ranks(rank_file) if rank_file else None),
+                               refresh_share=get("CRAWLER_EXT_RECRAWL_SHARE"))
+    cls = strategy_class(name)
+    strategy = build_from_crawler(cls, crawler) if hasattr(cls, "from_crawler") else cls()
+    _check_strategy(name, strategy, ("bands", "refresh_share"))
+    return strategy
+
+
+def strategy_class(name: str) -> type:
+    """The class ``CRAWLER_EXT_STRATEGY`` names (``scrapy crawl`` asks before it starts:
+    ConfigError, one line, if it cannot be loaded or is no crawling strategy)."""
+    from scrapy.utils.misc import load_object
+
+    try:
+        cls = load_object(STRATEGIES.get(name, name))
+    except (ImportError, NameError, ValueError, AttributeError) as exc:
+        raise config.ConfigError(f"CRAWLER_EXT_STRATEGY={name}: cannot load it ({exc})") \
+            from None
+    _check_strategy(name, cls, ("link", "rediscovered", "page_crawled", "band", "weight"))
+    return cls
+
+
+def _check_strategy(name: str, strategy: object, members: tuple[str, ...]) -> None:
+    missing = [member for member in members if not hasattr(strategy, member)]
+    if missing or not callable(getattr(strategy, "link", None)):
+        raise config.ConfigError(f"CRAWLER_EXT_STRATEGY={name}: not a crawling strategy "
+                                 f"(no {', '.join(missing or ['link'])}; see "
+                                 f"crawler_ext.frontier.strategy.CrawlingStrategy)")
 
 
 def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
@@ -67,18 +113,16 @@ def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
     from scrapy.utils.misc import build_from_crawler, load_object
 
     from crawler_ext.admission import Admission
-    from crawler_ext.frontier.scoring import Scorer, load_host_ranks
     from crawler_ext.hosts.blocklist import Blocklist
     from crawler_ext.hosts.netguard import network_guard
 
     s, stats = crawler.settings, crawler.stats
     get = lambda name: config.get(s, name)
-    rank_file = get("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE")
+    strategy = make_strategy(crawler)
     return {
-        "frontier": make_frontier(crawler),
+        "frontier": make_frontier(crawler, strategy.refresh_share),
         "dupefilter": build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler),
-        "scorer": Scorer(get("CRAWLER_EXT_FRONTIER_BANDS"),
-                         load_host_ranks(rank_file) if rank_file else None),
+        "strategy": strategy,
         "admission": Admission(admission_rules(s),
                                on_reject=lambda reason: stats.inc_value(
                                    f"admission/rejected/{reason}"),

@@ -28,10 +28,9 @@ from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.entries import CHAIN, REFRESH_META
-from crawler_ext.frontier.importance import MEAN_IMPORTANCE, Opic
 from crawler_ext.frontier.keys import canonical_key, politeness_key
-from crawler_ext.frontier.scoring import Scorer
 from crawler_ext.frontier.storage import Entry
+from crawler_ext.frontier.strategy import CrawlingStrategy
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.recent import RecentMap
 from crawler_ext.seen import MAYBE, SeenSet
@@ -60,16 +59,15 @@ def checks_seen(request: Request) -> bool:
 
 
 class Intake:
-    def __init__(self, frontier: FrontierBackend, seen: SeenSet, scorer: Scorer,
+    def __init__(self, frontier: FrontierBackend, seen: SeenSet, strategy: CrawlingStrategy,
                  admission: Admission, learning: RuleLearning, keys: PolitenessKeys,
                  robots: RobotsGate | None, blocklist: Blocklist, requests: StoredRequests,
                  inc: Callable[..., None], wake: Callable[[float | None, float], None],
                  clock: Callable[[], float],
-                 request_fingerprinter: Callable[[], Any] = lambda: None,
-                 importance: Opic | None = None) -> None:
+                 request_fingerprinter: Callable[[], Any] = lambda: None) -> None:
         self.frontier = frontier
         self.seen = seen
-        self.scorer = scorer
+        self.strategy = strategy
         self.admission = admission
         self.learning = learning
         self.keys = keys
@@ -86,7 +84,6 @@ class Intake:
         # canonicalisation and trap analysis; the answer is the seen set's all the same
         self.known = RecentMap(KNOWN_MEMORY)
         self._enqueued: dict[tuple[int, str], int] = {}  # (band, memory|disk) -> entries
-        self.importance = importance if importance is not None else Opic()
         self._page: tuple[str | None, int] = (None, 0)  # the last Referer -> its fingerprint
 
     def count_into(self, inc: Callable[..., None]) -> None:
@@ -157,7 +154,7 @@ class Intake:
         """A delayed entry for ``url`` at unix time ``due``, past the seen set (recrawl)."""
         key = self.keys.known(canonical_key(url))  # (a fetched page's host is resolved)
         request = Request(url, dont_filter=True, meta={REFRESH_META: history or True})
-        band = self.scorer.band(self.scorer.score(key, 0, MEAN_IMPORTANCE), 0)
+        band = self.strategy.band(key, 0, 0)
         entry = Entry(key, band, self.requests.encode(request), fingerprint(url), refresh=True)
         self.frontier.add_delayed([entry], due)
         self._wake(due, self.clock())
@@ -209,9 +206,7 @@ class Intake:
                 key = f"{scheme}:{(urlsplit(request.url).netloc or '').lower()}"
             except ValueError:
                 key = f"{scheme}:"
-        band = self.scorer.band(self.scorer.score(key, int(request.meta.get("depth", 0)),
-                                                  MEAN_IMPORTANCE),
-                                request.priority)
+        band = self.strategy.band(key, int(request.meta.get("depth", 0)), request.priority)
         entry = Entry(key, band, self.requests.encode(request), fp, priority=request.priority)
         self._queue(entry, check_seen=not request.dont_filter)
         return True
@@ -238,18 +233,12 @@ class Intake:
         if chain:  # stored with the URL: whoever fetches it continues the chain
             request.meta[CHAIN] = chain
         depth = int(request.meta.get("depth", 0))
-        opic = self.importance
-        if not depth and not referer:  # a start URL
-            opic.seed(fp)
-        else:
-            opic.queued(fp)
-            if referer:  # (none: the Referer policy or the spider left it out)
-                opic.link(self._page_fp(referer), fp, host, depth, request.priority)
-        band = self.scorer.band(self.scorer.score(host, depth, opic.importance(fp)),
-                                request.priority)
-        if self.learning.demoted(canonical):
-            band = min(band + 1, self.scorer.bands - 1)  # this pattern keeps duplicating
+        # (no Referer: a start URL, or the Referer policy or the spider left it out)
+        page = self._page_fp(referer) if referer else None
+        demoted = self.learning.demoted(canonical)  # this pattern keeps duplicating
+        if demoted:
             self._inc("frontier/demoted")
+        band = self.strategy.link(fp, host, depth, request.priority, page, demoted)
         checked = checks_seen(request)
         # (the Referer read once per link: as admission's string, back to its bytes here)
         data = self.requests.encode(request, referer.encode("latin-1") if referer else b"")
@@ -275,12 +264,8 @@ class Intake:
             raw = headers.get(b"Referer") if headers else None
             referer = raw.decode("latin-1") if raw else None
         if referer:
-            opic = self.importance
-            if fp in opic:
-                opic.link(self._page_fp(referer), fp, canonical_key(canonical),
-                          int(request.meta.get("depth", 0)), request.priority)
-            else:  # (fetched already: it takes its share of the page's cash all the same)
-                opic.link(self._page_fp(referer), fp)
+            self.strategy.rediscovered(self._page_fp(referer), fp, canonical,
+                                       int(request.meta.get("depth", 0)), request.priority)
         self.seen.log(request, self.requests.spider)
 
     def _page_fp(self, referer: str) -> int:
@@ -293,11 +278,10 @@ class Intake:
         return fp
 
     def fetched(self, fp: int) -> None:
-        """A page was fetched and its links admitted: its importance flows to its links;
-        those still queued move to a better band if they earned one."""
-        for target, host, depth, priority in self.importance.fetched(fp):
-            score = self.scorer.score(host, depth, self.importance.importance(target))
-            self.frontier.promote(target, self.scorer.band(score, priority))
+        """A page was fetched and its links admitted: the strategy moves queued URLs to a
+        better band if they earned one (with OPIC: the page's importance flows to its links)."""
+        for target, band in self.strategy.page_crawled(fp):
+            self.frontier.promote(target, band)
 
     def confirm(self) -> None:
         """Exact mode: the seen set's batched answer for the URLs that wait for it."""

@@ -39,7 +39,7 @@ from crawler_ext.frontier.adapter.robotsgate import RobotsGate, allow_all
 from crawler_ext.frontier.contract import FrontierBackend, SharedLogPort
 from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.lag import LagProbe, ServerLatency
-from crawler_ext.frontier.scoring import Scorer
+from crawler_ext.frontier.strategy import CrawlingStrategy
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.hosts.dns import install_resolver
 from crawler_ext.hosts.robots import RobotsCache
@@ -68,7 +68,7 @@ class FrontierScheduler(BaseScheduler):
         self,
         frontier: FrontierBackend,
         dupefilter: Any,
-        scorer: Scorer,
+        strategy: CrawlingStrategy,
         admission: Admission | None = None,
         stats: Any = None,
         crawler: Crawler | None = None,
@@ -87,7 +87,7 @@ class FrontierScheduler(BaseScheduler):
             "rules", lambda items: self.learning.from_others(items),
             lambda k, v: self._inc(k, int(v)))
         self.df: SeenSet = as_seen_set(dupefilter)  # the seen set, whatever DUPEFILTER_CLASS is
-        self.scorer = scorer
+        self.strategy = strategy
         self.admission = admission or Admission()
         self.stats = stats
         self._counts = Counts()
@@ -115,7 +115,7 @@ class FrontierScheduler(BaseScheduler):
         # reference per request in flight, which paces the full garbage collections
         settings = getattr(crawler, "settings", None)
         self.requests.tracked = settings is not None and settings.getbool("MEMDEBUG_ENABLED")
-        self.intake = Intake(frontier, self.df, scorer, self.admission, self.learning,
+        self.intake = Intake(frontier, self.df, strategy, self.admission, self.learning,
                              self.keys, self.robots, self.blocklist, self.requests,
                              self._counts.inc, self.engine.wake_at, time.time,
                              lambda: getattr(self.crawler, "request_fingerprinter", None))
@@ -128,7 +128,7 @@ class FrontierScheduler(BaseScheduler):
                                  released=(lambda **kw: self.engine.send(host_released, **kw))
                                  if crawler is not None else None)
         self.dispatch = Dispatcher(frontier, self.robots, self.blocklist, self.requests,
-                                   self.admission, self.inflight, self.intake.importance,
+                                   self.admission, self.inflight, strategy,
                                    self._inc, stats)
         self.durability = Durability(frontier, self.df, self.inflight, self.intake, self.keys,
                                      self.requests, self.blocklist, self.engine, crawler,
