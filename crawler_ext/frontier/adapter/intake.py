@@ -64,7 +64,7 @@ class Intake:
                  robots: RobotsGate | None, blocklist: Blocklist, requests: StoredRequests,
                  inc: Callable[..., None], wake: Callable[[float | None, float], None],
                  clock: Callable[[], float],
-                 request_fingerprinter: Callable[[], Any] = lambda: None) -> None:
+                 request_fingerprinter: Any = None) -> None:
         self.frontier = frontier
         self.seen = seen
         self.strategy = strategy
@@ -215,7 +215,7 @@ class Intake:
         """A request with a body or another method than GET/HEAD is judged by Scrapy's
         configured request fingerprinter (REQUEST_FINGERPRINTER_CLASS), folded to 64 bits
         under the URL's host bits: two POSTs to one URL with different bodies stay two."""
-        fingerprinter = self._fingerprinter()
+        fingerprinter = self._fingerprinter
         if fingerprinter is None:
             return fingerprint(canonical)
         low = int.from_bytes(fingerprinter.fingerprint(request)[:8], "big") & _LOW_BITS

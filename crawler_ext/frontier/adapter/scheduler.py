@@ -28,6 +28,7 @@ from crawler_ext.frontier.adapter.checks import check_settings
 from crawler_ext.frontier.adapter.dispatch import Dispatcher
 from crawler_ext.frontier.adapter.durability import STORAGE_ERRORS, Durability
 from crawler_ext.frontier.adapter.engine import EngineHandle
+from crawler_ext.frontier.adapter.events import FrontierEvents
 from crawler_ext.frontier.adapter.factory import scheduler_parts
 from crawler_ext.frontier.adapter.hooks import SharedHooks
 from crawler_ext.frontier.adapter.inflight import InFlight
@@ -49,8 +50,6 @@ from crawler_ext.signals import (
     content_checked,
     content_duplicate,
     frontier_opened,
-    host_released,
-    sitemaps_found,
     storage_failed,
 )
 from crawler_ext.stats import Counts
@@ -83,9 +82,6 @@ class FrontierScheduler(BaseScheduler):
         dns_prefetch: bool = False,
     ) -> None:
         self.frontier = frontier
-        self._rules_log: SharedLogPort | None = frontier.shared_log(
-            "rules", lambda items: self.learning.from_others(items),
-            lambda k, v: self._inc(k, int(v)))
         self.df: SeenSet = as_seen_set(dupefilter)  # the seen set, whatever DUPEFILTER_CLASS is
         self.strategy = strategy
         self.admission = admission or Admission()
@@ -94,19 +90,20 @@ class FrontierScheduler(BaseScheduler):
         self.crawler = crawler
         self.flush_interval = flush_interval
         self.snapshot_interval = snapshot_interval
+        # the parts, in dependency order; what flows back up goes through the events port
+        self.engine = EngineHandle(crawler)  # waking it, what it still processes, signals
+        self.events = FrontierEvents(self.engine)
+        self._rules_log: SharedLogPort | None = frontier.shared_log(
+            "rules", self.events.rules_from_others, self._stat)
         # spellings with a learned parameter get another canonical form: forget known ones
         self.learning = RuleLearning(self.admission, learn_min_evidence, rules_path,
-                                     on_learned=lambda: self.intake.forget_known(),
-                                     inc=self._inc)
+                                     on_learned=self.events.rules_learned, inc=self._inc)
         self.learning.shared = self._rules_log
-        self.keys = PolitenessKeys(key_by_ip, dns_prefetch,
-                                   lambda waited: self.intake.resolved(waited), self._inc)
-        self.engine = EngineHandle(crawler)  # waking it, what it still processes, signals
+        self.keys = PolitenessKeys(key_by_ip, dns_prefetch, self.events.addresses_resolved,
+                                   self._inc)
         # robots.txt as the prerequisite of an origin's URLs (None: robots.txt not obeyed)
         self.robots: RobotsGate | None = RobotsGate(
-            robots, frontier, self.keys.known, self._inc,
-            lambda origin, sitemaps: self.engine.send(sitemaps_found, origin=origin,
-                                                      sitemaps=sitemaps)) \
+            robots, frontier, self.keys.known, self._inc, self.events.sitemaps_found) \
             if robots is not None else None
         self.blocklist = blocklist or Blocklist()
         self.requests = StoredRequests(frontier.durable, self._inc)  # entries' requests
@@ -118,15 +115,16 @@ class FrontierScheduler(BaseScheduler):
         self.intake = Intake(frontier, self.df, strategy, self.admission, self.learning,
                              self.keys, self.robots, self.blocklist, self.requests,
                              self._counts.inc, self.engine.wake_at, time.time,
-                             lambda: getattr(self.crawler, "request_fingerprinter", None))
+                             _request_fingerprinter(crawler))
+        self.events.bind(self.intake, self.learning)
         self.hooks = SharedHooks(self.intake, self.robots, self.engine, self._inc)
         frontier.attach(self.hooks)  # a shared frontier calls wake(), seeds(), robots_import()
         self.lag = LagProbe(time.time)  # the reactor's own lag, kept out of response times
         self.server_latency = ServerLatency(self.lag)
         self.inflight = InFlight(frontier, self.robots, self.server_latency, time.time,
                                  self._inc, stats, rearm=self._rearm,
-                                 released=(lambda **kw: self.engine.send(host_released, **kw))
-                                 if crawler is not None else None)
+                                 released=self.events.key_released if crawler is not None
+                                 else None)
         self.dispatch = Dispatcher(frontier, self.robots, self.blocklist, self.requests,
                                    self.admission, self.inflight, strategy,
                                    self._inc, stats)
@@ -267,3 +265,15 @@ class FrontierScheduler(BaseScheduler):
 
     def _inc(self, key: str, count: int = 1) -> None:
         self._counts.inc(key, count)  # added to the stats at the next flush
+
+    def _stat(self, key: str, value: float) -> None:
+        self._counts.inc(key, int(value))
+
+
+def _request_fingerprinter(crawler: Crawler | None) -> Any:
+    """The crawl's REQUEST_FINGERPRINTER_CLASS instance (set before the engine builds the
+    scheduler; None without a crawler, or one whose settings were not applied)."""
+    try:
+        return getattr(crawler, "request_fingerprinter", None)
+    except RuntimeError:  # (Scrapy's late attribute, read before it was set)
+        return None
