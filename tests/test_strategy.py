@@ -56,8 +56,11 @@ def test_the_setting_chooses_the_default_or_a_users_class() -> None:
     assert default.refresh_share == 0.5
     assert make_strategy(_crawler(CRAWLER_EXT_STRATEGY="default",
                                   CRAWLER_EXT_FRONTIER_BANDS=4)).bands == 4
-    mine = make_strategy(_crawler(CRAWLER_EXT_STRATEGY=f"{__name__}.EverythingInBandTwo"))
+    mine = make_strategy(_crawler(CRAWLER_EXT_STRATEGY=f"{__name__}.EverythingInBandTwo",
+                                  CRAWLER_EXT_FRONTIER_BANDS=3))
     assert isinstance(mine, EverythingInBandTwo)
+    with pytest.raises(ConfigError, match="set CRAWLER_EXT_FRONTIER_BANDS to the same"):
+        make_strategy(_crawler(CRAWLER_EXT_STRATEGY=f"{__name__}.EverythingInBandTwo"))
 
 
 @pytest.mark.parametrize(("value", "says"), [

@@ -83,6 +83,9 @@ def make_strategy(crawler: Crawler) -> CrawlingStrategy:
     cls = strategy_class(name)
     strategy = build_from_crawler(cls, crawler) if hasattr(cls, "from_crawler") else cls()
     _check_strategy(name, strategy, ("bands", "refresh_share"))
+    if strategy.bands != get("CRAWLER_EXT_FRONTIER_BANDS"):
+        raise config.ConfigError(f"CRAWLER_EXT_STRATEGY={name} scores into {strategy.bands} "
+                                 f"bands: set CRAWLER_EXT_FRONTIER_BANDS to the same")
     return strategy
 
 
