@@ -23,7 +23,6 @@ MAX_CLASS_LINES = 300
 TOO_LONG_TODAY = {
     "crawler_ext/distributed/frontier.py", "crawler_ext/distributed/frontier.py: RedisFrontier",
     "crawler_ext/frontier/disk.py", "crawler_ext/frontier/disk.py: DiskStore",
-    "crawler_ext/report/render.py",
 }
 PUBLIC_SHIMS = {"crawler_ext.frontier.scheduler", "crawler_ext.frontier.knownlinks"}
 
