@@ -26,7 +26,7 @@ def start_helper(target: Callable[..., None], args: tuple, name: str) -> tuple[A
     conn, child = context.Pipe()
     process = context.Process(target=target, args=(child, *args), name=name, daemon=True)
     main = sys.modules.get("__main__")
-    hidden = {key: main.__dict__[key] for key in ("__spec__", "__file__")
+    hidden: dict[str, Any] = {key: main.__dict__[key] for key in ("__spec__", "__file__")
               if main is not None and key in main.__dict__}
     try:
         if main is not None:  # what multiprocessing reads to import it again in the child

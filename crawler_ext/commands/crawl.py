@@ -21,6 +21,8 @@ from crawler_ext.render.browser import require_render
 class Command(ScrapyCrawlCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.crawler_process is not None
+        settings = self.settings
+        assert settings is not None  # (set by Scrapy before run)
         try:
             config.validate_all(self.settings)
             require_render(self.settings)
@@ -33,7 +35,7 @@ class Command(ScrapyCrawlCommand):
             from crawler_ext.seen.adapter import check_dupefilter_class
 
             try:
-                check_dupefilter_class(load_object(self.settings["DUPEFILTER_CLASS"]))
+                check_dupefilter_class(load_object(settings["DUPEFILTER_CLASS"]))
                 strategy_class(config.get(self.settings, "CRAWLER_EXT_STRATEGY"))
                 if config.get(self.settings, "CRAWLER_EXT_FRONTIER_BACKEND") != "redis":
                     # where the frontier is kept, and with which engine (nothing is opened)

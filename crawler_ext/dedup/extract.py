@@ -45,7 +45,7 @@ class FingerprintText(NamedTuple):
 
 def _tree(html: str | bytes) -> HTMLTree:
     if isinstance(html, bytes):
-        html = bytes_to_str(html, detect_encoding(html))
+        html = bytes_to_str(html, detect_encoding(html) or "utf-8")
     return HTMLTree.parse(html)
 
 

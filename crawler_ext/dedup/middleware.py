@@ -77,10 +77,10 @@ class ContentDedupMiddleware:
     def share(self, redis: Any, prefix: str) -> None:
         """Distributed crawl: unique pages go to a shared log that every worker's index reads,
         so a copy of a page another worker fetched is caught too (within about a second)."""
-        self._shared = SharedLog(redis, f"{prefix}:docs", uuid.uuid4().hex[:12],
-                                 self._received,
-                                 on_stat=lambda k, v: self.stats and self.stats.inc_value(k, v))
-        self.index.on_new = lambda url, ex, sh: self._shared.publish(
+        shared = SharedLog(redis, f"{prefix}:docs", uuid.uuid4().hex[:12], self._received,
+                           on_stat=lambda k, v: self.stats and self.stats.inc_value(k, v))
+        self._shared = shared
+        self.index.on_new = lambda url, ex, sh: shared.publish(
             _DOC.pack(ex, sh) + url.encode("utf-8", "surrogatepass"))
 
     def _received(self, items: list[bytes]) -> None:
@@ -126,7 +126,7 @@ class ContentDedupMiddleware:
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Any:
         if response.status != 200 or not isinstance(response, TextResponse):
             return response
-        ctype = response.headers.get("Content-Type", b"").lower()
+        ctype = (response.headers.get("Content-Type") or b"").lower()
         if ctype and b"html" not in ctype:
             return response
         if self.pool is not None and self.pool.active:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
+from typing import overload
 
 import numpy as np
 
@@ -88,7 +89,11 @@ class SimHashIndex:
     def __len__(self) -> int:
         return len(self._keys[0]) + self._n_pending
 
-    def _rotate(self, fp: np.ndarray | np.uint64, t: int) -> np.ndarray:
+    @overload
+    def _rotate(self, fp: np.ndarray, t: int) -> np.ndarray: ...
+    @overload
+    def _rotate(self, fp: np.uint64, t: int) -> np.uint64: ...
+    def _rotate(self, fp: np.ndarray | np.uint64, t: int) -> np.ndarray | np.uint64:
         """Bring block t to the top 16 bits, so sorting by the key sorts by that block."""
         s = np.uint64(16 * (3 - t))
         if s == 0:

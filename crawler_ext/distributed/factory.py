@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crawler_ext import config
 from crawler_ext.distributed.bloom import RedisBloom
@@ -31,7 +31,7 @@ def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy, weights: lis
     seeds_key = s.get("REDIS_START_URLS_KEY", START_URLS_KEY) % {"name": name, "spider": name}
     bloom = RedisBloom(redis, prefix, get("CRAWLER_EXT_BLOOM_CAPACITY"),
                        get("CRAWLER_EXT_BLOOM_ERROR_RATE"))
-    stats = crawler.stats
+    stats: Any = crawler.stats
     return RedisFrontier(
         redis, prefix, policy, weights, bloom,
         shards=get("CRAWLER_EXT_REDIS_SHARDS"), lease_ttl=get("CRAWLER_EXT_REDIS_LEASE_TTL"),

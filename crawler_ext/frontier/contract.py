@@ -51,8 +51,13 @@ class FrontierHooks(Protocol):
 
 
 class FrontierBackend(Protocol):
-    #: entries outlive the process, so requests are stored serialised
-    durable: bool
+    #: requests in flight at once per key (one by default; a shared frontier: one)
+    max_in_flight: int
+
+    @property
+    def durable(self) -> bool:
+        """Entries outlive the process, so requests are stored serialised."""
+
     #: keys asked to wait past the backoff cap -> until when (they do not hold the crawl open)
     parked: dict[str, float]
     #: an idle crawl waits for seeds pushed from outside (distributed mode)

@@ -42,7 +42,7 @@ from crawler_ext.hosts.netguard import network_guard
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["CachingResolver", "DnsCache", "read_hosts_file"]
+__all__ = ["CachingResolver", "DnsCache", "read_hosts_file", "resolve"]
 
 logger = logging.getLogger(__name__)
 
@@ -255,15 +255,25 @@ def _pick(answers: Sequence[dns.RRHeader], name: str,
         if cname is None:
             return None, (current if current != name else None), (0.0 if ttl == float("inf") else ttl)
         ttl = min(ttl, cname.ttl)
-        current = cname.payload.name.name.decode("ascii", "replace").lower().rstrip(".")
+        payload: Any = cname.payload
+        current = payload.name.name.decode("ascii", "replace").lower().rstrip(".")
     return None, None, 0.0
 
 
 def _address(record: dns.RRHeader) -> str:
-    payload = record.payload
+    payload: Any = record.payload
     if record.type == dns.A:
         return payload.dottedQuad()
     return ipaddress.IPv6Address(payload.address).compressed
+
+
+def resolve(host: str) -> defer.Deferred[str]:
+    """``host``'s address from the reactor's resolver (the pack's caching resolver when the
+    add-on installed it, so every answer was checked by the SSRF guard)."""
+    from twisted.internet import reactor
+
+    resolver: Any = reactor
+    return resolver.resolve(host)
 
 
 def install_resolver(crawler: Any, stats: Any = None) -> bool:
@@ -285,7 +295,7 @@ def install_resolver(crawler: Any, stats: Any = None) -> bool:
             build_from_crawler(wanted, crawler, reactor=reactor).install_on_reactor()
             logger.info("DNS: %s installed (set by an add-on)", settings["TWISTED_DNS_RESOLVER"])
             installed = True
-    resolver = getattr(reactor, "resolver", None)
+    resolver: Any = getattr(reactor, "resolver", None)
     if stats is not None and hasattr(resolver, "attach_stats"):
         resolver.attach_stats(stats)
     return installed

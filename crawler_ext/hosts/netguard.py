@@ -101,9 +101,10 @@ class NetworkGuardMiddleware:
             if self._resolve is not None:
                 return await maybe_deferred_to_future(self._resolve(host))
             if is_reactor_installed():
-                from twisted.internet import reactor
+                from crawler_ext.hosts.dns import resolve
 
-                return await maybe_deferred_to_future(reactor.resolve(host))
+                address: str = await maybe_deferred_to_future(resolve(host))
+                return address
             import asyncio  # Scrapy's reactorless mode
 
             infos = await asyncio.get_running_loop().getaddrinfo(host, None)

@@ -92,7 +92,8 @@ class RobotsCache:
         state = self.origins.setdefault(origin, OriginRobots())
         state.fetching, state.fetching_since = True, now
 
-    def adopt(self, origin: str, status: int, body: bytes, fetched_at: float, now: float) -> bool:
+    def adopt(self, origin: str, status: int | None, body: bytes, fetched_at: float,
+              now: float) -> bool:
         """Take an answer another worker fetched at ``fetched_at``, unless it is stale or ours
         is as fresh; True if taken."""
         expires = fetched_at + self.ttl

@@ -112,7 +112,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         crawler.signals.connect(self._delays.released, signal=host_released)
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> RenderDownloadHandler:  # type: ignore[override]
+    def from_crawler(cls, crawler: Any) -> RenderDownloadHandler:
         """Scrapy asks once per scheme: http and https share one handler, so one browser and
         one rendering budget."""
         handler = _HANDLERS.get(crawler)
@@ -120,7 +120,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
             handler = _HANDLERS[crawler] = cls(crawler)
         return handler
 
-    async def close(self) -> None:  # type: ignore[override]
+    async def close(self) -> None:
         if self._closing:  # (asked once per scheme)
             return
         self._closing = True
@@ -137,7 +137,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         return max(self._delays.get(key, 0.0), self.floor)
 
     # -- a render ---------------------------------------------------------------------------
-    async def download_request(self, request: Any, spider: Any = None) -> Any:  # type: ignore[override]
+    async def download_request(self, request: Any, spider: Any = None) -> Any:
         if not request.meta.get("playwright"):
             return await super().download_request(request)
         import asyncio

@@ -99,7 +99,7 @@ def render(runs: list[Run]) -> str:
     warc_dir, warc_files = _warc_files(last)
     violations, tightest = politeness_check(hosts)
     in_flight = settings.get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT", 1) or 1
-    summary = [
+    summary: list[list[Any]] = [
         ["spider", last.start.get("spider")],
         ["runs (a resumed crawl has several)", len(runs)],
         ["began", _when(runs[0].start["time"])],

@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.timeutils import iso_date_to_timestamp
@@ -134,7 +134,7 @@ class WarcFileWriter:
         self.warc_dates = warc_dates
         self.hostname = socket.gethostname().split(".")[0] or "host"
         self._serial = itertools.count()
-        self._file: io.BufferedWriter | None = None
+        self._file: BinaryIO | None = None
         self._path: Path | None = None
         self._size = 0
         self._index_lines: list[str] = []

@@ -57,7 +57,7 @@ def make_frontier(crawler: Crawler, refresh_share: float) -> FrontierBackend:
         from scrapy.utils.misc import load_object
 
         return load_object(shared)(crawler, policy, weights, refresh_share)
-    stats = crawler.stats
+    stats: Any = crawler.stats
     return Frontier(
         make_store(crawler.settings, get("CRAWLER_EXT_FRONTIER_BANDS")), policy, weights,
         max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
@@ -120,6 +120,7 @@ def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
     from crawler_ext.hosts.netguard import network_guard
 
     s, stats = crawler.settings, crawler.stats
+    jobdir = job_dir(s)
     get = lambda name: config.get(s, name)
     strategy = make_strategy(crawler)
     return {
@@ -134,7 +135,7 @@ def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
         "flush_interval": get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
         "log_interval": get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
         "snapshot_interval": get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"),
-        "rules_path": Path(job_dir(s)) / "learned_rules.json" if job_dir(s) else None,
+        "rules_path": Path(jobdir) / "learned_rules.json" if jobdir else None,
         "learn_min_evidence": get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"),
         "robots": make_robots(s),
         "blocklist": Blocklist(get("CRAWLER_EXT_BLOCKLIST")),

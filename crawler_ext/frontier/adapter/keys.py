@@ -12,6 +12,7 @@ from typing import Any
 from scrapy.utils.reactor import is_reactor_installed
 
 from crawler_ext.frontier.keys import address_literal
+from crawler_ext.hosts.dns import resolve
 
 __all__ = ["PolitenessKeys"]
 
@@ -72,9 +73,7 @@ class PolitenessKeys:
         if not is_reactor_installed():  # reactorless mode: no Twisted resolver to ask
             self.resolved(host, host)
             return
-        from twisted.internet import reactor
-
-        reactor.resolve(host).addCallbacks(lambda address: self.resolved(host, f"ip:{address}"),
+        resolve(host).addCallbacks(lambda address: self.resolved(host, f"ip:{address}"),
                                            lambda failure: self.resolved(host, host))
 
     def _prefetch(self, host: str) -> None:
@@ -83,10 +82,8 @@ class PolitenessKeys:
         self._prefetched.add(host)
         if address_literal(host) is not None or not is_reactor_installed():
             return
-        from twisted.internet import reactor
-
         self._inc("dns/prefetched", 1)
-        reactor.resolve(host).addErrback(lambda failure: None)  # the fetch reports failures
+        resolve(host).addErrback(lambda failure: None)  # the fetch reports failures
 
     def resolved(self, host: str, key: str) -> None:
         self._keys[host] = key

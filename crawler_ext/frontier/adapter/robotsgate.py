@@ -73,7 +73,7 @@ class RobotsGate:
             self.cache.fetching(origin, now)
             return Entry(entry.key, 0, ROBOTS + origin.encode("ascii"))
         if decision is Decision.WAIT:
-            return when  # type: ignore[return-value]
+            return when
         self._inc("robots/disallowed" if decision is Decision.DISALLOWED else "robots/gave_up", 1)
         return DROP
 
@@ -133,7 +133,7 @@ class RobotsGate:
                            "further failures are counted in robots/status/unreachable)",
                            request.url if request is not None else "", failure.getErrorMessage())
 
-    def adopt(self, origin: str, status: int, body: bytes, fetched_at: float) -> None:
+    def adopt(self, origin: str, status: int | None, body: bytes, fetched_at: float) -> None:
         """A robots.txt answer another worker fetched, leased with its key."""
         if self.cache.adopt(origin, status, body, fetched_at, time.time()):
             self._inc("robots/shared", 1)
