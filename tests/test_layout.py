@@ -191,6 +191,14 @@ def test_the_public_dotted_paths_keep_working(path: str) -> None:
 SCRAPY_SIDE = ("scrapy", "twisted", "scrapy_redis", "scrapy_playwright", "spidermon")
 
 
+def test_mypy_passes_over_the_package() -> None:
+    """The project's own configuration ([tool.mypy] in pyproject.toml), over crawler_ext."""
+    pytest.importorskip("mypy")
+    proc = subprocess.run([sys.executable, "-m", "mypy"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
 def test_domain_code_reads_no_settings() -> None:
     """The settings registry is read where Scrapy builds components (modules that speak
     Scrapy or Twisted); domain modules receive typed values."""

@@ -57,7 +57,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from twisted.internet import threads
 
@@ -138,15 +138,27 @@ def _state_from(blob: bytes) -> tuple[HostState, dict[str, list]]:
     return HostState(**{k: v for k, v in data.items() if k in names}), robots
 
 
+class _Push(NamedTuple):
+    """An entry pushed to its shard."""
+
+    entry: Entry
+    check: bool | int  # True: meets the seen set; _CLAIMED, _LOOK_AGAIN; False: unchecked
+    blob: bytes  # its record in the shard
+    due: float | None  # a delayed entry's due time
+    host: str  # for the host's page budget ("": not counted)
+    pattern: str  # for the pattern's cap
+    trap: str  # "1": this worker's pages call the pattern a trap
+
+
 class _Ops:
     """What one exchange with Redis carries, per shard."""
 
     __slots__ = ("done", "promote", "push", "release", "renew", "renew_keys")
 
     def __init__(self) -> None:
-        self.push: list[bytes | str | int] = []
-        self.promote: list[str | bytes | int] = []  # key, fingerprint (8 bytes), band
-        self.release: list[str] = []
+        self.push: list[_Push] = []
+        self.promote: list[tuple[str, bytes, int]] = []  # key, fingerprint (8 bytes), band
+        self.release: list[str] = []  # key, delay left, blob, back: four items a release
         self.done: list[str] = []
         self.renew: list[str] = []
         self.renew_keys: list[str] = []
@@ -455,7 +467,7 @@ class RedisFrontier:
         back = ",".join(str(i // self.shards) for i in ids if i)
         self._release.append((key, delay, blob, back, time.time()))
 
-    def _collect(self) -> tuple[dict[int, _Ops], list[int], dict[str, int]]:
+    def _collect(self) -> tuple[dict[int, _Ops], list[int], dict[str, Any]]:
         ops: dict[int, _Ops] = {}
 
         def shard(key: str) -> _Ops:
@@ -487,19 +499,18 @@ class RedisFrontier:
                         pattern, trap = trap_pattern(url)
                 except (ValueError, KeyError, pickle.UnpicklingError):
                     pass
-            op.push.append((entry, check, blob, due, host, pattern,  # type: ignore[arg-type]
-                            "1" if trap else ""))
+            op.push.append(_Push(entry, check, blob, due, host, pattern, "1" if trap else ""))
         now = time.time()
-        for key, delay, blob, back, since in self._release:
+        for key, delay, state, back, since in self._release:
             # the delay counts from the response; what is left of it from now on
             left = "" if delay is None else repr(round(max(0.0, delay - (now - since)), 3))
-            shard(key).release += [key, left, blob, back]
+            shard(key).release += [key, left, state, back]
         self._release = []
         for entry_id, key in self._done:
             shard(key).done.append(f"{entry_id // self.shards}|{key}")
         self._done = []
         for key, fp, band in self._promotions:
-            shard(key).promote += [key, _FP.pack(to_unsigned(fp)), band]
+            shard(key).promote.append((key, _FP.pack(to_unsigned(fp)), band))
         self._promotions = []
         for entry_id, key in self._held.items():
             shard(key).renew.append(f"{entry_id // self.shards}|{key}")
@@ -544,12 +555,15 @@ class RedisFrontier:
         args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
                            len(op.push), len(op.release) // 4, 0, len(op.renew),
                            len(op.renew_keys), *take, reap, self.host_budget,
-                           self.pattern_cap, len(op.promote) // 3, self.refresh_share]
+                           self.pattern_cap, len(op.promote), self.refresh_share]
         now = time.time()
-        for entry, _, blob, due, host, pattern, trap in op.push:  # type: ignore[misc]
-            delay = "" if due is None else repr(round(max(0.0, due - now), 3))
-            args += [entry.key, entry.band, delay, blob, host, pattern, trap]
-        args += op.release + op.renew + op.renew_keys + op.promote
+        for push in op.push:
+            delay = "" if push.due is None else repr(round(max(0.0, push.due - now), 3))
+            args += [push.entry.key, push.entry.band, delay, push.blob, push.host, push.pattern,
+                     push.trap]
+        args += op.release + op.renew + op.renew_keys
+        for key, fp, band in op.promote:
+            args += [key, fp, band]
         self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
 
     def _exchange(self, ops: dict[int, _Ops], take: list[int], counts: dict[str, Any],
@@ -564,25 +578,26 @@ class RedisFrontier:
         filtered = 0
         reclaimed = 0
         pushes = [(n, item) for n, op in ops.items() for item in op.push]
-        checks = [(n, item) for n, item in pushes if item[1] is True or item[1] == _LOOK_AGAIN]
+        checks = [(n, item) for n, item in pushes
+                  if item.check is True or item.check == _LOOK_AGAIN]
         wait: list[tuple[Entry, bool]] = []  # seen, a claim open: entry, a second look
         if checks and self.bloom is not None:
             before = self.bloom.reclaimed
-            codes = self.bloom.add_many([to_unsigned(item[0].fp) for _, item in checks],
-                                        [item[1] == _LOOK_AGAIN for _, item in checks])
+            codes = self.bloom.add_many([to_unsigned(item.entry.fp) for _, item in checks],
+                                        [item.check == _LOOK_AGAIN for _, item in checks])
             seen_commands = self.bloom.last_commands
             reclaimed = self.bloom.reclaimed - before
             rejected = {id(item) for (_, item), code in zip(checks, codes)
                         if code in (SEEN, CLAIMED)}
-            wait = [(item[0], item[1] == _LOOK_AGAIN) for (_, item), code in zip(checks, codes)
-                    if code == CLAIMED]
+            wait = [(item.entry, item.check == _LOOK_AGAIN)
+                    for (_, item), code in zip(checks, codes) if code == CLAIMED]
             filtered = len(rejected) - len(wait)
             for op in ops.values():
                 # the seen set now holds the new ones as this worker's claims: if their push
                 # fails they are pushed again unchecked (checked again, they would be lost)
-                op.push = [(item[0], _CLAIMED if item[1] is True or item[1] == _LOOK_AGAIN
-                            else item[1], *item[2:]) for item in op.push  # type: ignore
-                           if id(item) not in rejected]
+                op.push = [item._replace(check=_CLAIMED)
+                           if item.check is True or item.check == _LOOK_AGAIN else item
+                           for item in op.push if id(item) not in rejected]
         pipe = self.redis.pipeline(transaction=False)
         shards = range(self.shards) if any(take) or counts.get("reap") else list(ops)
         for n in shards:
@@ -643,9 +658,9 @@ class RedisFrontier:
         """The second round trip: completions, if every shard took its pushes (else they
         wait: the page's links may be in the one that failed), and the ends of the claims of
         the admissions pushed now and before.  What fails goes with the next exchange."""
-        confirm = confirm + [to_unsigned(item[0].fp) for n, op in ops.items()
+        confirm = confirm + [to_unsigned(item.entry.fp) for n, op in ops.items()
                              if n not in out["failed"] for item in op.push
-                             if item[1] == _CLAIMED]
+                             if item.check == _CLAIMED]
         dones = {n: op.done for n, op in ops.items() if op.done and n not in out["failed"]}
         if out["failed"]:  # the failed shards' completions return with their other work
             out["done_back"] = [member for members in dones.values() for member in members]
@@ -755,14 +770,13 @@ class RedisFrontier:
     def _requeue(self, ops: dict[int, _Ops]) -> None:
         """Work of shards whose exchange failed, back for the next one."""
         for op in ops.values():
-            for entry, check, _, due, *_ in op.push:  # type: ignore[misc]
-                self._outbox.append((entry, check, due))
+            for push in op.push:
+                self._outbox.append((push.entry, push.check, push.due))
             now = time.time()
             for i in range(0, len(op.release), 4):
                 key, left, blob, back = op.release[i:i + 4]
                 self._release.append((key, float(left) if left else None, blob, back, now))
-            for i in range(0, len(op.promote), 3):
-                key, fp, band = op.promote[i:i + 3]
+            for key, fp, band in op.promote:
                 self._promotions.append((key, to_signed(_FP.unpack(fp)[0]), band))
             self._done += [self._entry_of(member) for member in op.done]
 
