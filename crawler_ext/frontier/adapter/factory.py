@@ -35,9 +35,8 @@ logger = logging.getLogger("crawler_ext.frontier.adapter.scheduler")
 
 #: the frontier backends shared by many workers, by ``CRAWLER_EXT_FRONTIER_BACKEND``: a
 #: function ``(crawler, policy, band weights, refresh share) -> FrontierBackend`` named by its
-#: dotted path,
-#: as Scrapy names its components (the distributed package builds on the frontier, not the
-#: other way round)
+#: dotted path, as Scrapy names its components (the distributed package builds on the
+#: frontier, not the other way round)
 SHARED_BACKENDS = {"redis": "crawler_ext.distributed.factory.make_redis_frontier"}
 
 
