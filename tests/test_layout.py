@@ -191,6 +191,7 @@ def test_the_public_dotted_paths_keep_working(path: str) -> None:
 SCRAPY_SIDE = ("scrapy", "twisted", "scrapy_redis", "scrapy_playwright", "spidermon")
 
 
+@pytest.mark.slow  # (a minute on two cores, cold)
 def test_mypy_passes_over_the_package() -> None:
     """The project's own configuration ([tool.mypy] in pyproject.toml), over crawler_ext."""
     pytest.importorskip("mypy")

@@ -84,7 +84,8 @@ def encode_plain(request: Request, referer: bytes | None = None) -> bytes:
     if referer is None:
         headers = peek(request, "headers")
         referer = (headers.get(b"Referer") if headers else None) or b""
-    return LINK + b"%s\x00%s\x00%s" % (head, referer, request.url.encode("utf-8"))
+    # (one format: every admitted link goes through here)
+    return b"%s%s\x00%s\x00%s" % (LINK, head, referer, request.url.encode("utf-8"))
 
 
 def encode_request(request: Request, spider: Any) -> bytes:

@@ -57,7 +57,7 @@ class StoredRequests:
                                    "scheduler/unserializable)", request, exc)
         self._tokens += 1
         self._live[self._tokens] = request
-        return LIVE + b"%d" % self._tokens
+        return b"%s%d" % (LIVE, self._tokens)
 
     def decode(self, data: bytes) -> Request:
         if data[:1] == LIVE:
