@@ -29,6 +29,8 @@ SCHEDULER = "crawler_ext.frontier.FrontierScheduler"
 SCHEDULER_PATHS = (SCHEDULER, "crawler_ext.frontier.scheduler.FrontierScheduler",
                    "crawler_ext.frontier.adapter.scheduler.FrontierScheduler")
 
+#: http and https in Scrapy's reactorless mode: aiohttp with the guard's address pinning
+REACTORLESS_HANDLER = "crawler_ext.hosts.aiopinning.GuardedAiohttpDownloadHandler"
 #: setting -> value, set at the add-on priority
 _SETTINGS = {
     "SCHEDULER": SCHEDULER,
@@ -99,6 +101,16 @@ class Addon:
             for scheme in ("http", "https"):
                 settings["DOWNLOAD_HANDLERS"].set(scheme, HANDLER, priority="addon")
             notes.append("app shells rendered in headless Chromium")
+        elif not settings.getbool("TWISTED_REACTOR_ENABLED", True):
+            # Scrapy's reactorless mode downloads with aiohttp, which resolves names itself:
+            # its connections go to the addresses the SSRF guard checked
+            # (Scrapy puts its aiohttp handler in DOWNLOAD_HANDLERS_BASE at the project
+            # priority after the add-ons ran: ours goes in at that priority too, unless the
+            # project chose a handler itself)
+            handlers = settings["DOWNLOAD_HANDLERS"]
+            for scheme in ("http", "https"):
+                if handlers.getpriority(scheme) is None:
+                    handlers.set(scheme, REACTORLESS_HANDLER, priority="project")
         kept = []
         for name, path, order in _COMPONENTS:
             if order is None:

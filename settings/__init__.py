@@ -21,6 +21,9 @@ CONCURRENT_REQUESTS = 64
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
 TELNETCONSOLE_ENABLED = False
 LOG_LEVEL = "INFO"
+# download failures the web causes (DNS, time-outs, resets, size caps): one line per kind,
+# then counted in download_errors/<kind>, instead of a traceback each
+LOG_FORMATTER = "crawler_ext.monitoring.downloaderrors.DownloadErrorsOnce"
 FEED_EXPORT_ENCODING = "utf-8"
 
 # The whole pack through its Scrapy add-on: the frontier scheduler (per-host politeness,

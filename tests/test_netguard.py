@@ -49,3 +49,88 @@ def test_every_spelling_of_an_address_is_one_and_names_are_names() -> None:
 @given(st.text(alphabet="0123456789abcdefxX.:%[]gz- ", max_size=24))
 def test_the_fast_name_test_answers_as_the_parsers_do(host: str) -> None:
     assert literal_address(host) == _parsed(host)
+
+
+# -- failing closed and pinning (the middleware's and the connection's half) ---------------------
+
+def _guard_middleware(resolve):
+    from scrapy.utils.test import get_crawler
+
+    from crawler_ext.hosts.netguard import NetworkGuardMiddleware
+
+    crawler = get_crawler(settings_dict={"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.1/32"})
+    middleware = NetworkGuardMiddleware.from_crawler(crawler)
+    middleware._resolve = resolve
+    return middleware, crawler.stats
+
+
+def _run(coroutine):
+    import asyncio
+
+    return asyncio.run(coroutine)
+
+
+def test_a_failed_look_up_refuses_the_request_and_a_good_one_pins_its_address() -> None:
+    import pytest
+    from scrapy import Request
+    from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+    from twisted.internet import defer
+    from twisted.internet.error import DNSLookupError
+
+    answers = {"ok.test": defer.succeed, "bad.test": lambda _: defer.succeed("127.0.0.3"),
+               "down.test": lambda _: defer.fail(DNSLookupError("down.test: time-out"))}
+    middleware, stats = _guard_middleware(
+        lambda host: answers[host]("127.0.0.1") if host == "ok.test" else answers[host](host))
+    for _ in range(2):  # (logged once, counted each time)
+        with pytest.raises(CannotResolveHostError):
+            _run(middleware.process_request(Request("http://down.test/")))
+    assert stats.get_value("netguard/lookup_failed") == 2
+    assert middleware.pins.get("down.test") is None
+    with pytest.raises(IgnoreRequest):
+        _run(middleware.process_request(Request("http://bad.test/")))
+    assert middleware.pins.get("bad.test") is None
+    _run(middleware.process_request(Request("http://ok.test/")))
+    assert middleware.pins.get("OK.test.") == "127.0.0.1"
+
+
+def test_the_connections_resolver_answers_the_pin_and_judges_every_other_answer() -> None:
+    from twisted.internet.address import IPv4Address
+    from twisted.internet.interfaces import IResolutionReceiver
+    from zope.interface import implementer
+
+    from crawler_ext.hosts.pinning import AddressPins, PinnedNameResolver
+
+    @implementer(IResolutionReceiver)
+    class Answers:
+        def __init__(self):
+            self.got, self.done = [], False
+
+        def resolutionBegan(self, resolution):
+            pass
+
+        def addressResolved(self, address):
+            self.got.append(address.host)
+
+        def resolutionComplete(self):
+            self.done = True
+
+    class Attacker:  # answers the forbidden address to every connection's look-up
+        def resolveHostName(self, receiver, name, port=0, types=None, semantics="TCP"):
+            receiver.resolutionBegan(None)
+            receiver.addressResolved(IPv4Address("TCP", "127.0.0.3", port))
+            receiver.resolutionComplete()
+
+    pins, dropped = AddressPins(size=2), []
+    guard = NetworkGuard(["127.0.0.1/32"])
+    resolver = PinnedNameResolver(Attacker(), pins, guard.allows,
+                                  lambda name, address: dropped.append((name, address)))
+    pins.pin("checked.test", "127.0.0.1")
+    for name, expected in (("checked.test", ["127.0.0.1"]), ("other.test", []),
+                           ("127.0.0.3", ["127.0.0.3"])):  # a literal is the project's own
+        answers = Answers()
+        resolver.resolveHostName(answers, name, 80)
+        assert (answers.got, answers.done) == (expected, True), name
+    assert dropped == [("other.test", "127.0.0.3")]
+    pins.pin("a.test", "127.0.0.1")
+    pins.pin("b.test", "127.0.0.1")  # bounded: the oldest pin goes, its name is judged again
+    assert pins.get("checked.test") is None and len(pins) == 2

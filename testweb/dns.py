@@ -3,6 +3,12 @@
 It is authoritative for the test web's domain: ``hNNNN.<domain>`` (a host of the web) answers
 an A record with the server's address and a fixed TTL, ``alias.hNNNN.<domain>`` a CNAME to
 it, any other name NXDOMAIN.  Each query is logged as a JSON line ``{"name", "type", "time"}``.
+
+:class:`RebindingAuthority` is the DNS of an attacker, for the SSRF guard's tests: every answer
+has a TTL of 0; a name under ``rebind.test`` answers an allowed address to its first address
+query, a forbidden one to its second, and so on alternately (DNS rebinding between a check
+and the connection); a name under ``late.test`` leaves its first query unanswered (the asker
+times out) and answers the forbidden address after.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from twisted.names import dns, server
 from twisted.names.common import ResolverBase
 from twisted.names.error import AuthoritativeDomainError
 
-__all__ = ["TestWebAuthority", "listen_dns"]
+__all__ = ["RebindingAuthority", "TestWebAuthority", "listen_dns", "listen_rebinding_dns"]
 
 
 class TestWebAuthority(ResolverBase):
@@ -66,3 +72,69 @@ def listen_dns(domain: str, hosts: int, address: str = "127.0.0.1", port: int = 
     except CannotListenError:  # TCP port taken: UDP answers alone (every answer here is small)
         pass
     return bound
+
+
+class RebindingAuthority(ResolverBase):
+    def __init__(self, allowed: str, forbidden: str, log: IO[str] | None = None) -> None:
+        super().__init__()
+        self.allowed, self.forbidden, self.log = allowed, forbidden, log
+        self.asked: dict[str, int] = {}
+
+    def _lookup(self, name: bytes, cls: int, type: int, timeout: Any) -> defer.Deferred:
+        text = name.decode("ascii", "replace").lower().rstrip(".")
+        if not text.endswith((".rebind.test", ".late.test")):
+            return defer.fail(AuthoritativeDomainError(text))
+        if type not in (dns.A, dns.ALL_RECORDS):
+            return defer.succeed(([], [], []))  # no AAAA: the A answers decide
+        n = self.asked[text] = self.asked.get(text, 0) + 1
+        if text.endswith(".late.test"):
+            address = None if n == 1 else self.forbidden
+        else:
+            address = self.allowed if n % 2 else self.forbidden
+        if self.log is not None:
+            self.log.write(json.dumps({"name": text, "n": n, "answer": address,
+                                       "time": round(time.time(), 6)}) + "\n")
+            self.log.flush()
+        if address is None:
+            return defer.Deferred()  # never answered: the asker times out
+        return defer.succeed(([dns.RRHeader(name, dns.A, dns.IN, 0, dns.Record_A(address, 0),
+                                            auth=True)], [], []))
+
+
+def listen_rebinding_dns(allowed: str, forbidden: str, log: IO[str] | None = None) -> int:
+    """Serve :class:`RebindingAuthority` over UDP on 127.0.0.1 (any free port); the port."""
+    factory = server.DNSServerFactory(authorities=[RebindingAuthority(allowed, forbidden, log)])
+    return reactor.listenUDP(0, dns.DNSDatagramProtocol(factory),
+                             interface="127.0.0.1").getHost().port
+
+
+class PlainResolver:
+    """A project's own DNS resolver without the pack's checks (``TWISTED_DNS_RESOLVER =
+    "testweb.dns.PlainResolver"``): asks the servers of ``TESTWEB_DNS_SERVER`` (host:port)
+    each time, caches nothing, judges nothing."""
+
+    def __init__(self, reactor: Any, server_address: str) -> None:
+        from twisted.names import client
+
+        host, port = server_address.rsplit(":", 1)
+        self.reactor = reactor
+        self.client = client.Resolver(servers=[(host, int(port))], reactor=reactor)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, reactor: Any) -> PlainResolver:
+        return cls(reactor, crawler.settings.get("TESTWEB_DNS_SERVER"))
+
+    def install_on_reactor(self) -> None:
+        from twisted.internet.interfaces import IResolverSimple
+        from zope.interface import directlyProvides
+
+        directlyProvides(self, IResolverSimple)
+        self.reactor.installResolver(self)
+
+    def getHostByName(self, name: str, timeout: Any = ()) -> defer.Deferred:
+        from twisted.internet.error import DNSLookupError
+
+        def failed(failure: Any) -> None:  # as Twisted's and Scrapy's resolvers report it
+            raise DNSLookupError(f"{name}: {failure.getErrorMessage()}")
+
+        return self.client.getHostByName(name, timeout or (2,)).addErrback(failed)

@@ -10,8 +10,9 @@ import time
 __all__ = ["listen_forbidden"]
 
 
-def listen_forbidden(address: str, log_path: str) -> int:
-    """Start the listener on ``address`` (any free port) in this process' reactor; its port."""
+def listen_forbidden(address: str, log_path: str, port: int = 0) -> int:
+    """Start the listener on ``address`` (``port``, or any free one) in this process' reactor;
+    its port."""
     from twisted.internet import reactor
     from twisted.internet.protocol import Factory, Protocol
 
@@ -25,4 +26,4 @@ def listen_forbidden(address: str, log_path: str) -> int:
             self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret")
             self.transport.loseConnection()
 
-    return reactor.listenTCP(0, Factory.forProtocol(Forbidden), interface=address).getHost().port
+    return reactor.listenTCP(port, Factory.forProtocol(Forbidden), interface=address).getHost().port

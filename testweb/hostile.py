@@ -21,7 +21,8 @@ Hosts (each with a home page ``/`` linking its pages):
 * ``crawldelay``: robots.txt says ``Crawl-delay: 86400``.
 * ``cookies``: pages set cookies for their registrable domain.
 * ``normal``: five ordinary pages.
-* every host: ``/go/<path>`` redirects to ``/<path>``.
+* every host: ``/go/<path>`` redirects to ``/<path>``, ``/xgo/<host>/<path>`` to
+  ``http://<host>:<port>/<path>``.
 * ``hazards``: ``/h/<name>`` for each of ``HAZARDS`` (gzip bomb, huge body, lying
   Content-Length, slow body, no answer, reset mid-body, invalid status line, 5,000 headers,
   a 1 MB header line, a redirect loop, a 30-hop chain, 50,000 links, 100,000-deep nesting,
@@ -98,6 +99,10 @@ def respond(host: str, path: str, forbidden_port: int,
     if kind == "retrydate" and path != "/":
         return 503, {"Retry-After": formatdate(time.time() + 7 * 86400, usegmt=True), **html}, \
             b"come back next week"
+    if path.startswith("/xgo/"):  # /xgo/<host>/<path>: a redirect to another host
+        _, _, target, rest = path.split("/", 3)
+        port = authority.rsplit(":", 1)[1] if ":" in authority else "80"
+        return 302, {"Location": f"http://{target}:{port}/{rest}"}, b""
     if kind == "hazards" and path.startswith("/h/loop"):
         return 302, {"Location": "/h/loop"}, b""
     if kind == "hazards" and path.startswith("/h/chain"):
@@ -277,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", required=True, help="request log file (JSON lines)")
     parser.add_argument("--forbidden-log", required=True,
                         help="connections received by the forbidden listener (JSON lines)")
+    parser.add_argument("--rebind-dns", metavar="LOG",
+                        help="also serve an attacker's DNS (testweb.dns.RebindingAuthority) on "
+                             "127.0.0.1, logging its answers here, and listen on the forbidden "
+                             "address at the web's own port too")
     args = parser.parse_args(argv)
     from twisted.internet import reactor
     from twisted.web.resource import Resource
@@ -318,7 +327,15 @@ def main(argv: list[str] | None = None) -> int:
     site = Site(Hostile())
     site.log = lambda request: None
     port = reactor.listenTCP(args.port, site, interface="127.0.0.1").getHost().port
-    serve_until_stopped(port=port, forbidden=forbidden_port)
+    fields = {"port": port, "forbidden": forbidden_port}
+    if args.rebind_dns:
+        from testweb.dns import listen_rebinding_dns
+
+        # a name re-pointed to the forbidden address keeps the URL's port: listen there too
+        listen_forbidden(FORBIDDEN_ADDRESS, args.forbidden_log, port)
+        fields["dns"] = listen_rebinding_dns("127.0.0.1", FORBIDDEN_ADDRESS,
+                                             open(args.rebind_dns, "a", encoding="utf-8"))  # noqa: SIM115
+    serve_until_stopped(**fields)
     return 0
 
 

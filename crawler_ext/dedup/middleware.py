@@ -91,9 +91,11 @@ class ContentDedupMiddleware:
     def spider_opened(self, spider: Any = None) -> None:
         self.index.open()
         if self.pool is not None:
-            from scrapy.utils.reactor import is_asyncio_reactor_installed
+            from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
-            self.pool.start(asyncio_loop=is_asyncio_reactor_installed())
+            # Scrapy's asyncio reactor, or its reactorless mode: an asyncio loop runs
+            self.pool.start(asyncio_loop=not is_reactor_installed()
+                            or is_asyncio_reactor_installed())
         if self._shared is not None:
             self._shared.start()
 

@@ -10,8 +10,16 @@ It is enforced on every path to the network, by construction:
   or -compatible IPv6, 6to4 and NAT64 embeddings, ``[::]``, ``0.0.0.0``) is judged as the
   address it is; a name is resolved through the installed resolver (cached) and its address
   judged;
-* the resolvers (``crawler_ext.hosts.dns``, ``crawler_ext.hosts``) refuse private answers too, so a
-  name cannot be re-pointed between the check and the connection;
+* it fails closed: a look-up that fails or takes longer than ``DNS_TIMEOUT`` refuses the
+  request (``CannotResolveHostError``, retried as any DNS failure; counted in
+  ``netguard/lookup_failed``), it never lets the download resolve the name by itself;
+* the connection goes to the address it checked (:mod:`crawler_ext.hosts.pinning`): the
+  reactor's name resolution answers a checked name with its pinned address, and judges any
+  other answer, whichever resolver the project installed, so a name cannot be re-pointed
+  between the check and the connection (DNS rebinding); in Scrapy's reactorless mode the
+  add-on's aiohttp handler (:mod:`crawler_ext.hosts.aiopinning`) does the same;
+* the pack's resolvers (``crawler_ext.hosts.dns``, ``crawler_ext.hosts``) refuse private
+  answers too;
 * admission refuses IP-literal URLs early (a refused URL never occupies the frontier).
 """
 
@@ -25,9 +33,11 @@ from urllib.parse import urlsplit
 from crawler_ext import config
 from crawler_ext.hosts.addresses import literal_address
 from crawler_ext.hosts.guard import NetworkGuard
+from crawler_ext.hosts.pinning import AddressPins
 from crawler_ext.scrapyconf import use_bundled_public_suffix_list
 
-__all__ = ["NetworkGuard", "NetworkGuardMiddleware", "literal_address", "network_guard"]
+__all__ = ["NetworkGuard", "NetworkGuardMiddleware", "literal_address", "network_guard",
+           "shared_pins"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +45,15 @@ logger = logging.getLogger(__name__)
 def network_guard(settings: Any) -> NetworkGuard:
     """The SSRF guard of ``CRAWLER_EXT_ALLOWED_NETWORKS`` (every component's from_crawler)."""
     return NetworkGuard(config.get(settings, "CRAWLER_EXT_ALLOWED_NETWORKS"))
+
+
+def shared_pins(crawler: Any) -> AddressPins:
+    """The crawler's address pins: one table for the guard and the download handler."""
+    pins = getattr(crawler, "_crawler_ext_pins", None)
+    if pins is None:
+        pins = AddressPins()
+        crawler._crawler_ext_pins = pins
+    return pins
 
 
 class NetworkGuardMiddleware:
@@ -51,8 +70,11 @@ class NetworkGuardMiddleware:
     """
 
     def __init__(self, guard: NetworkGuard, stats: Any = None, resolve: Any = None,
-                 schemes: Iterable[str] = (), handled: Iterable[str] | None = None) -> None:
+                 schemes: Iterable[str] = (), handled: Iterable[str] | None = None,
+                 timeout: float = 60.0, pins: AddressPins | None = None) -> None:
         self.guard = guard
+        self.timeout = timeout
+        self.pins = pins if pins is not None else AddressPins()
         self.stats = stats
         self.schemes = {"http", "https", "data", *(s.lower() for s in schemes)}
         # schemes Scrapy has a download handler for (None: assume every scheme)
@@ -60,6 +82,8 @@ class NetworkGuardMiddleware:
         self._schemes_logged: set[str] = set()
         self._resolve = resolve  # name -> Deferred[address]; default: the reactor's resolver
         self._logged = False
+        self._failure_logged = False
+        self._dropped_logged = False
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> NetworkGuardMiddleware:
@@ -68,7 +92,8 @@ class NetworkGuardMiddleware:
         handlers = {**s.getdict("DOWNLOAD_HANDLERS_BASE"), **s.getdict("DOWNLOAD_HANDLERS")}
         return cls(network_guard(s), crawler.stats,
                    schemes=config.get(s, "CRAWLER_EXT_ALLOWED_SCHEMES"),
-                   handled=[scheme for scheme, handler in handlers.items() if handler])
+                   handled=[scheme for scheme, handler in handlers.items() if handler],
+                   timeout=s.getfloat("DNS_TIMEOUT") or 60.0, pins=shared_pins(crawler))
 
     async def process_request(self, request: Any, spider: Any = None) -> None:
         try:
@@ -88,29 +113,61 @@ class NetworkGuardMiddleware:
             if not self.guard._allows_ip(ip):
                 self._refuse(request, str(ip))
             return None
-        address = await self._lookup(host)
-        if address is not None and not self.guard.allows(address):
+        address = await self._lookup(request, host)
+        if not self.guard.allows(address):
             self._refuse(request, address)
+        self.pins.pin(host, address)  # the connection goes here, nowhere else
         return None
 
-    async def _lookup(self, host: str) -> str | None:
+    async def _lookup(self, request: Any, host: str) -> str:
+        """The address that decides: the first one the resolver gives now; a failed or
+        timed-out look-up refuses the request (fail closed)."""
         from scrapy.utils.defer import maybe_deferred_to_future
         from scrapy.utils.reactor import is_reactor_installed
 
         try:
             if self._resolve is not None:
-                return await maybe_deferred_to_future(self._resolve(host))
+                return str(await maybe_deferred_to_future(self._resolve(host)))
             if is_reactor_installed():
-                from crawler_ext.hosts.dns import resolve
+                from twisted.internet import reactor
 
-                address: str = await maybe_deferred_to_future(resolve(host))
-                return address
+                from crawler_ext.hosts.pinning import pinned_resolver
+
+                resolver = pinned_resolver(reactor, self.pins, self.guard.allows, self._dropped)
+                addresses = await maybe_deferred_to_future(resolver.lookup(host, self.timeout))
+                return addresses[0]
             import asyncio  # Scrapy's reactorless mode
 
-            infos = await asyncio.get_running_loop().getaddrinfo(host, None)
-            return str(infos[0][4][0]) if infos else None
-        except Exception:  # noqa: BLE001 - a failed look-up fails the download as usual
-            return None
+            infos = await asyncio.wait_for(
+                asyncio.get_running_loop().getaddrinfo(host, None), self.timeout)
+            if not infos:
+                raise OSError(f"{host}: no address")
+            return str(infos[0][4][0])
+        except Exception as exc:  # noqa: BLE001 - whatever failed, the request is refused
+            raise self._lookup_failed(request, host, exc) from None
+
+    def _lookup_failed(self, request: Any, host: str, exc: BaseException) -> Exception:
+        from scrapy.exceptions import CannotResolveHostError
+
+        why = str(exc) or type(exc).__name__
+        if self.stats is not None:
+            self.stats.inc_value("netguard/lookup_failed")
+        if not self._failure_logged:
+            self._failure_logged = True
+            logger.warning("SSRF guard: the look-up of %s failed (%s): %s refused, not fetched "
+                           "unchecked (further ones are counted in netguard/lookup_failed)",
+                           host, why[:200], request.url[:200])
+        return CannotResolveHostError(f"SSRF guard: the look-up of {host} failed ({why[:200]})")
+
+    def _dropped(self, name: str, address: str) -> None:
+        """A connection's own resolution gave an address the guard forbids: dropped."""
+        if self.stats is not None:
+            self.stats.inc_value("netguard/refused_at_connect")
+        if not self._dropped_logged:
+            self._dropped_logged = True
+            logger.warning("SSRF guard: a connection to %s was to go to %s, a private or "
+                           "reserved address: dropped (further ones are counted in "
+                           "netguard/refused_at_connect)", name, address)
 
     def _refuse_scheme(self, request: Any, scheme: str) -> None:
         from scrapy.exceptions import NotSupported
