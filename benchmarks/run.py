@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [politeness] [priority] [priority_real] [scale] [seen] [dedup]
                              [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
-                             [distributed_scale] [recrawl] [render] [dispatch]
+                             [distributed_scale] [recrawl] [render] [dispatch] [outlinks]
                              [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
@@ -38,6 +38,7 @@ BENCHES = {
     "scale50": ("scale", "bench_scale50"),
     "cpu": ("cpu", "bench_cpu"),
     "distributed_scale": ("distributed", "bench_distributed_scale"),
+    "outlinks": ("outlinks", "bench_outlinks"),
     "recrawl": ("recrawl", "bench_recrawl"),
     "render": ("render", "bench_render"),
     "dispatch": ("scale", "bench_dispatch"),

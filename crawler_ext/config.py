@@ -220,6 +220,9 @@ _SPECS = [
             "Most URLs admitted per host (0: no budget)."),
     Setting("CRAWLER_EXT_HOST_PATTERN_CAP", 1000, _number(int, 0),
             "Most URLs per host of one pattern (numbers and ids blanked; 0: no cap)."),
+    Setting("CRAWLER_EXT_MAX_OUTLINKS_PER_PAGE", 10_000, _number(int, 0),
+            "Most links followed from one page (its first ones); the rest are counted in "
+            "admission/rejected/max_outlinks (0: no cap)."),
     Setting("CRAWLER_EXT_LEARN_MIN_EVIDENCE", 3, _number(int, 1),
             "Duplicates differing in one parameter before that parameter is dropped for a host."),
     Setting("CRAWLER_EXT_MAX_PATTERN_CHAIN", 1, _number(int, 0),

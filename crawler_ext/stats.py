@@ -40,10 +40,22 @@ STATS: list[Stat] = [
          "requests left in the frontier at close"),
     Stat(("frontier/parked", "frontier/parked_pending", "frontier/parkings"),
          "hosts parked at close (they asked to wait longer than "
-         "`CRAWLER_EXT_POLITENESS_BACKOFF_MAX`), their queued URLs, and parkings during the "
-         "crawl"),
+         "`CRAWLER_EXT_POLITENESS_BACKOFF_MAX`, or their robots.txt failed and waits for its "
+         "retry), their queued URLs, and parkings during the crawl"),
     Stat(("netguard/refused",),
          "requests the SSRF guard stopped in the download path"),
+    Stat(("netguard/lookup_failed", "netguard/refused_at_connect"),
+         "requests refused because the guard's own look-up failed or timed out (it fails "
+         "closed); connection look-ups of unchecked names whose answer the guard refused"),
+    Stat(("download_errors/<type>",),
+         "download failures the web caused, by exception type (the reference project's "
+         "`LOG_FORMATTER`: logged once per type, not a traceback each)"),
+    Stat(("admission/error_answers",),
+         "error answers (404, 410, 500, ...; not 408, 429, 502-504) taken as trap evidence for "
+         "their URL pattern"),
+    Stat(("robots/parked",),
+         "turns of a host whose robots.txt failed and waits for its retry: parked, not waited "
+         "for"),
     Stat(("disk_full/warc", "disk_full/jobdir"),
          "the crawl stopped because that disk filled up (finish reason `disk_full`)"),
     Stat(("netguard/refused_scheme/<scheme>",),
@@ -64,7 +76,9 @@ STATS: list[Stat] = [
          "robots.txt files with a Crawl-delay; Sitemap lines found"),
     Stat(("admission/rejected/<reason>",),
          "URLs refused: `blocklist`, `too_long`, `path_depth`, `repeated_segments`, "
-         "`host_budget`, `pattern_cap`, `pattern_chain`, `id_chain`, and malformed: "
+         "`host_budget`, `pattern_cap` (also queued URLs dropped at their turn once their "
+         "pattern proved a trap), `pattern_chain`, `id_chain`, `max_outlinks` (links past "
+         "`CRAWLER_EXT_MAX_OUTLINKS_PER_PAGE` on one page), and malformed: "
          "`bad_percent_encoding`, `bad_port`, `bad_host`, `bad_idn`, `scheme`, `no_host`, "
          "`relative`"),
     Stat(("dupefilter/checks", "dupefilter/filtered"),

@@ -108,6 +108,66 @@ def test_hosts_asking_to_wait_for_days_are_parked_and_the_crawl_ends(
 
 
 @pytest.mark.slow
+def test_a_page_of_200000_links_to_404s_does_not_keep_the_crawl_busy(
+        hostile, tmp_path: Path) -> None:
+    """A budget sink: one page links 200,000 URLs that all answer 404.  Its URLs are all
+    queued before any is fetched; the 404s are trap evidence for their pattern, and once it is a
+    trap the rest are dropped at their turn: the crawl ends by itself."""
+    from testweb.hostile import SINK_LINKS
+
+    result = crawl(hostile, tmp_path, ["sink", "normal"], LOG_LEVEL="INFO",
+                   CRAWLER_EXT_MAX_OUTLINKS_PER_PAGE=SINK_LINKS + 1,
+                   CRAWLER_EXT_POLITENESS_MIN_DELAY=0.1, CLOSESPIDER_TIMEOUT=240)
+    assert result.returncode == 0, result.output[-3000:]
+    assert result.stat("finish_reason") == "finished", result.stats
+    assert "Traceback" not in result.output
+    log = read_log(hostile.log_path)
+    gone = [e for e in log if e.host.startswith("sink.") and e.path.startswith("/gone/")]
+    assert 1 <= len(gone) <= 1000
+    assert {("normal", f"/ok/{i}") for i in range(5)} <= {
+        (e.host.split(".")[0], e.path) for e in log}
+    assert result.stat("admission/error_answers") >= len(gone)
+    # the trap rule says why the rest were not fetched
+    assert result.stat("admission/rejected/pattern_cap") >= SINK_LINKS - 1000
+    assert "Trap defence: pattern_cap stops following" in result.output
+
+
+@pytest.mark.slow
+def test_out_links_past_the_cap_are_counted_and_logged_once(hostile, tmp_path: Path) -> None:
+    from testweb.hostile import SINK_LINKS
+
+    result = crawl(hostile, tmp_path, ["sink"], CRAWLER_EXT_MAX_OUTLINKS_PER_PAGE=100,
+                   CRAWLER_EXT_POLITENESS_MIN_DELAY=0.05)
+    assert result.returncode == 0, result.output[-3000:]
+    gone = [e for e in read_log(hostile.log_path) if e.path.startswith("/gone/")]
+    assert len(gone) <= 100
+    assert result.stat("admission/rejected/max_outlinks") == SINK_LINKS - 100
+    assert result.output.count("Out-links cap:") == 1
+
+
+def test_a_host_whose_robots_txt_answers_503_does_not_hold_a_finished_crawl(
+        hostile, tmp_path: Path) -> None:
+    """Its URLs wait for the robots.txt retry (a minute off): parked, kept under JOBDIR,
+    not waited for."""
+    result = crawl(hostile, tmp_path, ["robots503", "normal"], CRAWLER_EXT_ROBOTS_RETRY_BASE=60,
+                   JOBDIR=str(tmp_path / "job"))
+    assert result.returncode == 0, result.output[-3000:]
+    assert result.stat("finish_reason") == "finished"
+    assert result.stat("elapsed_time_seconds") < 30
+    log = read_log(hostile.log_path)
+    assert [e.path for e in log if e.host.startswith("robots503.")] == ["/robots.txt"]
+    assert result.stat("robots/parked") >= 1
+    assert result.stat("frontier/parked_pending") >= 1  # its home page, kept
+    # resumed: robots.txt is asked again, and the kept URL is still there
+    again = crawl(hostile, tmp_path, ["robots503"], CRAWLER_EXT_ROBOTS_RETRY_BASE=60,
+                  JOBDIR=str(tmp_path / "job"))
+    assert again.returncode == 0, again.output[-3000:]
+    assert [e.path for e in read_log(hostile.log_path)
+            if e.host.startswith("robots503.")] == ["/robots.txt", "/robots.txt"]
+    assert again.stat("frontier/parked_pending") >= 1
+
+
+@pytest.mark.slow
 def test_cookies_use_the_bundled_public_suffix_list(hostile, tmp_path: Path) -> None:
     # outbound connections to anything but loopback are recorded by a sitecustomize hook;
     # tldextract would try to download the Public Suffix List on the first cookie
@@ -175,7 +235,10 @@ def test_hostile_servers_do_not_stop_the_crawl_or_cost_other_pages(hostile, tmp_
     # the hazards show in stats; memory stays bounded (a 100 MB gzip bomb, a 50 MB page)
     assert result.stat("downloader/exception_count") >= 4
     assert result.stat("memusage/max") < 1_500_000_000
-    assert result.stat("admission/rejected/host_budget") > 40_000  # the 50,000-link page
+    # the 50,000-link page: 10,000 followed (CRAWLER_EXT_MAX_OUTLINKS_PER_PAGE), then the
+    # host's budget
+    assert result.stat("admission/rejected/max_outlinks") == 40_000
+    assert result.stat("admission/rejected/host_budget") > 9_000
     assert archived_uris(tmp_path / "warcs")  # every WARC file passes warcio check
 
 

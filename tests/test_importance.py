@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
+from scrapy.settings import Settings
 from scrapy.signalmanager import SignalManager
 
 from conftest import run_crawl
@@ -178,7 +179,8 @@ def test_a_crawl_fetches_the_pages_of_highest_pagerank_early(testweb_factory,
 
 def test_the_known_links_middleware_tells_the_frontier_once_a_pages_output_is_taken() -> None:
     signals = SignalManager()
-    mw = KnownLinksMiddleware(type("Crawler", (), {"signals": signals})())
+    mw = KnownLinksMiddleware(type("Crawler", (), {"signals": signals, "settings": Settings(),
+                                                   "stats": None})())
     told: list = []
     signals.send_catch_log(frontier_opened, refuse_known=lambda r: False,
                            page_done=told.append)

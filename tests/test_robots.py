@@ -35,7 +35,7 @@ def test_4xx_allows_all_5xx_disallows_then_retries_then_gives_up() -> None:
     assert cache.decide("http://a.com/x", 1)[0] is Decision.FETCH
     assert cache.decide("http://a.com/x", 101)[0] is Decision.NEED_ROBOTS  # expired: refetch
     cache.fetched("http://b.com", 503, b"", 0)
-    assert cache.decide("http://b.com/x", 5) == (Decision.WAIT, 10)
+    assert cache.decide("http://b.com/x", 5) == (Decision.RETRY, 10)
     assert cache.decide("http://b.com/x", 10)[0] is Decision.NEED_ROBOTS
     cache.fetched("http://b.com", None, b"", 10)  # unreachable
     assert cache.decide("http://b.com/x", 11)[0] is Decision.GIVE_UP

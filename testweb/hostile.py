@@ -29,8 +29,10 @@ Hosts (each with a home page ``/`` linking its pages):
   invalid UTF-8, a lying charset), beside five ordinary pages.
 * ``cookiebomb``: ``/h/cookies`` sets 10,000 cookies (the host's later requests then carry
   them, and the server refuses them: its own doing).
-* ``robots5mb``, ``robotsbinary``, ``robotshtml``, ``robotsslow``: a robots.txt of 5 MB, of
-  binary garbage, an HTML page, and one that never answers; five ordinary pages each.
+* ``robots5mb``, ``robotsbinary``, ``robotshtml``, ``robotsslow``, ``robots503``: a robots.txt
+  of 5 MB, of binary garbage, an HTML page, one that never answers, and one that answers 503;
+  five ordinary pages each.
+* ``sink``: ``/sink`` links 200,000 URLs ``/gone/N`` that all answer 404 (a budget sink).
 
 Legitimate sites that look like traps (a crawler must fetch them whole):
 
@@ -49,8 +51,8 @@ import time
 from email.utils import formatdate
 from typing import IO, Any
 
-__all__ = ["CATALOGUE_ITEMS", "FORBIDDEN_ADDRESS", "HAZARDS", "PAGINATION", "forbidden_forms",
-           "main"]
+__all__ = ["CATALOGUE_ITEMS", "FORBIDDEN_ADDRESS", "HAZARDS", "PAGINATION", "SINK_LINKS",
+           "forbidden_forms", "main"]
 
 HAZARDS = ("gzip-bomb", "huge", "lying-length", "slow-body", "no-answer", "reset",
            "bad-status", "many-headers", "huge-header", "loop", "chain", "links", "deep",
@@ -86,6 +88,8 @@ def respond(host: str, path: str, forbidden_port: int,
             return 301, {"Location": f"http://{forms['plain']}/robots.txt"}, b""
         if kind == "hops":
             return 301, {"Location": "/robots1.txt"}, b""
+        if kind == "robots503":
+            return 503, {"Content-Type": "text/plain"}, b"robots.txt unavailable"
         if kind == "crawldelay":
             return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nCrawl-delay: 86400\n"
         return 404, {"Content-Type": "text/plain"}, b"no robots.txt"
@@ -110,6 +114,8 @@ def respond(host: str, path: str, forbidden_port: int,
         if n < 30:
             return 302, {"Location": f"/h/chain{n + 1}"}, b""
         return 200, html, _page(pages, "end of chain")
+    if kind == "sink" and path == "/sink":
+        return 200, html, _sink_page()
     if kind == "hazards" and path == "/h/links":
         return 200, html, _page([f"/l/{i}" for i in range(50_000)], "fifty thousand links")
     if kind == "hazards" and path == "/h/deep":
@@ -147,7 +153,8 @@ def respond(host: str, path: str, forbidden_port: int,
     if path == "/":
         links = pages + ([f"/to/{form}" for form in forms] if kind == "redirects" else []) + \
             ([f"/h/{name}" for name in HAZARDS] if kind == "hazards" else []) + \
-            (["/h/cookies"] if kind == "cookiebomb" else [])
+            (["/h/cookies"] if kind == "cookiebomb" else []) + \
+            (["/sink"] if kind == "sink" else [])
         headers = dict(html)
         return 200, headers, _page(links, f"{kind} home page")
     if path in pages:
@@ -156,6 +163,18 @@ def respond(host: str, path: str, forbidden_port: int,
             headers["Set-Cookie"] = f"session={path[-1]}; Domain=cookies.hostile.test; Path=/"
         return 200, headers, _page(pages, f"{kind} page {path}: {_words(kind + path)}")
     return 404, html, b"<html><body>not found</body></html>"
+
+
+SINK_LINKS = 200_000
+_SINK: list[bytes] = []
+
+
+def _sink_page() -> bytes:
+    """A page of SINK_LINKS links to URLs that all answer 404 (a budget sink), 5 MB."""
+    if not _SINK:
+        links = "".join(f"<a href=/gone/{i}>{i}</a> " for i in range(SINK_LINKS))
+        _SINK.append(f"<html><body><h1>sink</h1><p>{links}</p></body></html>".encode())
+    return _SINK[0]
 
 
 def _words(seed: str, count: int = 40) -> str:

@@ -12,9 +12,15 @@ path segment: a session id renewed on every page).
 Structure alone does not make a trap: release notes, changelogs, paginated archives and
 catalogues are long runs of one pattern.  So ``pattern_cap``, ``pattern_chain`` and
 ``id_chain`` cut a pattern only once its fetched pages are content evidence of a trap
-(``note_content``): at least ``trap_min_evidence`` of them empty or duplicates, and no fewer
-than its distinct pages; and a chain runs only through empty or duplicate pages (a distinct
-page starts it afresh).  Each host's first such refusal is logged.
+(``note_content``): at least ``trap_min_evidence`` of them empty, duplicates or error answers
+(a 404 is a page that is not there), and no fewer than its distinct pages; and a chain runs
+only through such pages (a distinct page starts it afresh).  Each host's first such refusal is
+logged.
+
+One page can queue a whole trap before any of it is fetched (200,000 links to URLs that all
+answer 404): URLs admitted before their pattern proved a trap are judged again when their turn
+comes (:meth:`Admission.queued_trap`), and those past the pattern's cap are dropped then,
+counted as ``pattern_cap`` too.
 """
 
 from __future__ import annotations
@@ -115,6 +121,8 @@ class Admission:
     # (host, pattern) -> [pages empty or duplicate, distinct pages] among those fetched
     _evidence: OrderedDict[tuple[str, str], list[int]] = field(default_factory=OrderedDict)
     _trap_logged: set[str] = field(default_factory=set)
+    # hosts with a pattern that has had trap evidence enough (a hint: is_trap decides)
+    _trap_hosts: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._chains = RecentMap(self.rules.chain_memory)
@@ -181,6 +189,25 @@ class Admission:
         counts[0 if trap_like else 1] += 1
         if not trap_like and url in self._chains:  # a distinct page: no trap chain through it
             self._chains[url] = f"0 {key[1]}"
+        elif trap_like and counts[0] >= self.rules.trap_min_evidence:
+            self._trap_hosts.add(key[0])
+
+    def queued_trap(self, url: str) -> bool:
+        """Whether a queued URL, admitted before its pattern proved a trap, is past the
+        pattern's cap now (it is dropped at its turn; counted as ``pattern_cap``).  Nothing to
+        do, and one look at an empty set, until some pattern has trap evidence."""
+        if not self._trap_hosts:
+            return False
+        host = host_of(url)
+        if host not in self._trap_hosts:
+            return False
+        cap = self.rules.pattern_cap
+        pattern = url_pattern(url)
+        if not cap or self._per_pattern.get(f"{host} {pattern}", 0) < cap or \
+                not self.is_trap(host, pattern):
+            return False
+        self._reject_trap("pattern_cap", host, pattern)
+        return True
 
     def is_trap(self, host: str, pattern: str) -> bool:
         counts = self._evidence.get((host, pattern))
@@ -191,8 +218,8 @@ class Admission:
         if host not in self._trap_logged and len(self._trap_logged) < 10_000:
             self._trap_logged.add(host)
             empty, distinct = self._evidence[(host, pattern)]
-            logger.info("Trap defence: %s stops following %s on %s (%d of its pages empty or "
-                        "duplicates, %d distinct); further refusals are counted in "
+            logger.info("Trap defence: %s stops following %s on %s (%d of its pages empty, "
+                        "duplicates or errors, %d distinct); further refusals are counted in "
                         "admission/rejected/...", reason, pattern, host, empty, distinct)
         return self._reject(reason)
 

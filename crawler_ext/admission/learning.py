@@ -5,6 +5,8 @@
   canonicalised without it (:meth:`Admission.learn_drop`).
 * A URL pattern that keeps producing duplicates: its new URLs go one band lower
   (:meth:`RuleLearning.demoted`).
+* Empty and duplicate pages, and error answers (:meth:`RuleLearning.answered`), are the
+  evidence the trap rules wait for (:meth:`Admission.note_content`).
 
 Learned parameters persist in ``JOBDIR/learned_rules.json`` (written at once: rare and small)
 and, in a distributed crawl, go to the other workers through a shared log.
@@ -22,7 +24,15 @@ from typing import Any
 from crawler_ext.admission.filters import Admission, differing_parameter, url_pattern
 from crawler_ext.admission.urls import host_of
 
-__all__ = ["RuleLearning"]
+__all__ = ["RuleLearning", "url_error"]
+
+#: error statuses of the server's state, not of the URL asked for
+_SERVER_STATE = frozenset({408, 429, 502, 503, 504})
+
+
+def url_error(status: int) -> bool:
+    """Whether an HTTP status says the URL itself is bad (trap evidence)."""
+    return 400 <= status < 600 and status not in _SERVER_STATE
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +58,14 @@ class RuleLearning:
         """The ``content_checked`` signal: evidence for the trap rules (empty and duplicate
         pages of a URL pattern)."""
         self.admission.note_content(url, trap_like=kind != "unique" or basis == "body")
+
+    def answered(self, url: str, status: int) -> None:
+        """A fetched URL's status: an error that is the URL's own (404, 410, 500, ...) is
+        trap evidence as an empty page is; one that tells the server's state (408, 429, 502,
+        503, 504) is not -- a host that is down must not lose its URLs."""
+        if url_error(status):
+            self._inc("admission/error_answers", 1)
+            self.admission.note_content(url, trap_like=True)
 
     def duplicate(self, url: str, original: str) -> None:
         """``url``'s content duplicates ``original``'s."""

@@ -344,6 +344,10 @@ class RedisFrontier:
         """Parking is per worker's frontier; the shared frontier does not park (yet)."""
         return 0
 
+    def park(self, key: str, until: float) -> None:
+        """Not parked: the key goes back to Redis with its wait, which every worker
+        honours, and the crawl waits for it (parking across workers is not built yet)."""
+
     def pending(self) -> int:
         local = (len(self._outbox) + len(self._ready) + len(self._parked) +
                  len(self._look_again))

@@ -106,6 +106,9 @@ class FrontierBackend(Protocol):
     def band_sizes(self) -> list[int] | None:
         """Queued entries per band (None: a shared frontier does not count them)."""
     def parked_pending(self, now: float) -> int: ...
+    def park(self, key: str, until: float) -> None:
+        """``key`` waits until ``until`` for a reason of its host's (its robots.txt failed):
+        its entries are kept, but a crawl with nothing else to do need not wait for them."""
     def active_keys(self) -> int: ...
     def discovery_waiting(self, key: str) -> bool | None:
         """Whether newly found URLs of ``key`` wait in its back queue (a shared frontier: as

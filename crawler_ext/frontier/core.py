@@ -125,6 +125,10 @@ class Frontier:
         self._queued_by_fp = RecentMap(max_tracked, self._in_back.difference_update)
         self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
+        # drops in one next() (a trap's queued URLs go in bulk, not a refill a heartbeat);
+        # whether the last one stopped at that bound with more to route (ready at once)
+        self.drop_budget = 20_000
+        self._more_to_drop = False
 
     # -- lifecycle, forwarded to the store --------------------------------------------------
     @property
@@ -201,15 +205,16 @@ class Frontier:
         return count
 
     # -- routing front -> back -------------------------------------------------------------
-    def _refill(self, now: float) -> None:
+    def _refill(self, now: float) -> int:
         """Mercator's router: move entries to back queues while fewer than the bound of
-        politeness keys are active; entries of already active keys join their back queue."""
+        politeness keys are active; entries of already active keys join their back queue.
+        How many it moved."""
         moved = 0
         while len(self._active) < self.max_active_keys and moved < self.refill_budget:
             sizes = self.store.front_sizes()
             best = self.selector.pick(sizes)
             if best < 0:
-                return
+                return moved
             routed = self.store.route(best)
             if routed is None:  # (a counter ahead of its queue) the other bands, in order
                 for band, size in enumerate(sizes):
@@ -218,13 +223,14 @@ class Frontier:
                         if routed is not None:
                             break
             if routed is None:
-                return
+                return moved
             moved += 1
             key, fp = routed
             if fp and fp in self._queued_by_fp:
                 self._in_back.add(fp)
             self._active.add(key)
             self._schedule(key, now)
+        return moved
 
     def _schedule(self, key: str, now: float, state: HostState | None = None) -> None:
         if key in self._in_heap:
@@ -243,9 +249,16 @@ class Frontier:
         if due:
             self._track(due)
         self._refill(now)
+        self._more_to_drop = False
+        dropped = 0
         while True:
             key = self.store.heap_pop_ready(now)
             if key is None:
+                if dropped:  # drops emptied back queues: route more now, within the bound
+                    if dropped >= self.drop_budget:
+                        self._more_to_drop = True
+                    elif self._refill(now):
+                        continue
                 return None
             self._in_heap.discard(key)
             discovery, refresh = self.store.back_lanes(key)
@@ -262,6 +275,7 @@ class Frontier:
             if isinstance(verdict, str) and verdict == DROP:
                 self.store.complete([entry.id])
                 self._stat("frontier/dropped", 1)
+                dropped += 1
                 if self.store.back_size(key) or self.store.host(key).in_flight:
                     self._schedule(key, now)
                 else:
@@ -286,6 +300,8 @@ class Frontier:
             return entry
 
     def next_ready_time(self) -> float | None:
+        if self._more_to_drop:
+            return 0.0  # the last next() stopped dropping at its bound: more at once
         top = self.store.heap_peek()
         due = self.store.next_due()
         if top is None:
@@ -352,6 +368,10 @@ class Frontier:
 
     def band_sizes(self) -> list[int] | None:
         return self.store.front_sizes()
+
+    def park(self, key: str, until: float) -> None:
+        if until > self.parked.get(key, 0.0):
+            self.parked[key] = until
 
     def parked_pending(self, now: float) -> int:
         """Queued entries of parked keys whose time has not come: they are kept, but a crawl

@@ -8,7 +8,9 @@
 * 4xx (incl. 404, no robots.txt): allow all.
 * 5xx or unreachable: disallow all for now; robots.txt is fetched again after a backoff
   (``retry_base`` doubling), and after ``max_failures`` failures in a row the origin's queued
-  URLs are dropped, so one broken host cannot keep a crawl alive.
+  URLs are dropped, so one broken host cannot keep a crawl alive.  While it waits for a retry
+  the frontier parks the origin's key: its URLs are kept, but a crawl with nothing else to do
+  finishes without waiting for them (resumable under JOBDIR).
 * Every answer is cached at most ``ttl`` seconds (24 h by default), then fetched again.
 
 Redirects (up to 5) are followed by the middleware that fetches robots.txt.
@@ -34,7 +36,8 @@ class Decision(Enum):
     FETCH = "fetch"  # allowed: go on
     DISALLOWED = "disallowed"  # forbidden by robots.txt: drop the URL
     NEED_ROBOTS = "need_robots"  # fetch robots.txt first
-    WAIT = "wait"  # robots.txt failed (5xx): hold the URL until the retry
+    WAIT = "wait"  # robots.txt is being fetched: hold the URL a moment
+    RETRY = "retry"  # robots.txt failed (5xx, unreachable): hold the URL until the retry
     GIVE_UP = "give_up"  # robots.txt kept failing: drop the URL
 
 
@@ -81,7 +84,7 @@ class RobotsCache:
                 return Decision.GIVE_UP, 0.0
             if state.retry_at <= now:
                 return Decision.NEED_ROBOTS, 0.0
-            return Decision.WAIT, state.retry_at
+            return Decision.RETRY, state.retry_at
         if state.allow_all or state.parser is None:
             return Decision.FETCH, 0.0
         if state.parser.can_fetch(url, self.agent):

@@ -93,7 +93,7 @@ class Dispatcher:
         return request
 
     def gate(self, entry: Entry, now: float) -> Entry | float | str:
-        """robots.txt and the blocklist, checked when a URL's turn comes."""
+        """The blocklist, the trap rules and robots.txt, checked when a URL's turn comes."""
         if entry.data[:1] == ROBOTS_HOP:  # a robots.txt redirect: no robots.txt for robots.txt
             hop = self.robots.hop(entry) if self.robots is not None else None
             if hop is None or self.blocklist.blocked(hop.url):  # (a hop lost in a restart)
@@ -106,6 +106,8 @@ class Dispatcher:
             return DROP
         if self.blocklist.blocked(url):
             self._inc("frontier/blocked")
+            return DROP
+        if self.admission.queued_trap(url):  # its pattern proved a trap after it was queued
             return DROP
         if self.robots is None:
             return entry

@@ -53,6 +53,7 @@ class Progress:
             self.stats.set_value("frontier/parked", len(frontier.parked))
             self.stats.set_value("frontier/parked_pending", parked)
             logger.info("Frontier: %d hosts parked with %d queued URLs (they asked to wait "
-                        "longer than CRAWLER_EXT_POLITENESS_BACKOFF_MAX): %s",
+                        "longer than CRAWLER_EXT_POLITENESS_BACKOFF_MAX, or their robots.txt "
+                        "failed and waits for its retry): %s",
                         len(frontier.parked), parked, ", ".join(sorted(frontier.parked)[:20]))
         frontier.publish_stats(self.stats.get_stats())

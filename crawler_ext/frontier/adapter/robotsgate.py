@@ -54,6 +54,7 @@ class RobotsGate:
         self._hops: dict[int, Request] = {}  # robots.txt redirects waiting in the frontier
         self._tokens = 0
         self._failure_logged = False
+        self._parked_logged = False
 
     def allows(self, url: str) -> bool:
         """Whether robots.txt, as cached now, lets ``url`` be fetched (an origin whose
@@ -73,6 +74,17 @@ class RobotsGate:
             self.cache.fetching(origin, now)
             return Entry(entry.key, 0, ROBOTS + origin.encode("ascii"))
         if decision is Decision.WAIT:
+            return when
+        if decision is Decision.RETRY:
+            # robots.txt failed: the URLs wait for its retry, but the crawl does not wait for
+            # them -- the key is parked (kept; resumable under JOBDIR)
+            self.frontier.park(entry.key, when)
+            self._inc("robots/parked", 1)
+            if not self._parked_logged:
+                self._parked_logged = True
+                logger.info("robots.txt of %s failed: its URLs wait for the retry in %.0f s, "
+                            "parked (kept, but the crawl may finish without them; further "
+                            "ones are counted in robots/parked)", origin_of(url), when - now)
             return when
         self._inc("robots/disallowed" if decision is Decision.DISALLOWED else "robots/gave_up", 1)
         return DROP

@@ -36,7 +36,7 @@ from crawler_ext.frontier.adapter.intake import Intake
 from crawler_ext.frontier.adapter.keys import PolitenessKeys
 from crawler_ext.frontier.adapter.progress import Progress
 from crawler_ext.frontier.adapter.requests import StoredRequests
-from crawler_ext.frontier.adapter.robotsgate import RobotsGate, allow_all
+from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, RobotsGate, allow_all
 from crawler_ext.frontier.contract import FrontierBackend, SharedLogPort
 from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.lag import LagProbe, ServerLatency
@@ -206,6 +206,8 @@ class FrontierScheduler(BaseScheduler):
 
     def _response_downloaded(self, response: Any, request: Request, **_: Any) -> None:
         self.inflight.downloaded(response, request)
+        if response.status >= 400 and not request.meta.get(ROBOTS_META):
+            self.learning.answered(response.url, response.status)  # trap evidence
 
     def _request_left_downloader(self, request: Request, **_: Any) -> None:
         self.inflight.left(request)
