@@ -116,7 +116,8 @@ def _redis_totals(clients: list) -> tuple[float, int, int]:
 
 
 def bench_distributed_scale(quick: bool) -> None:
-    """1, 2, 4 and 8 workers on one Redis, 16 and 128 shards, and a 3+3 Redis Cluster: pages/s,
+    """1, 2, 4 and 8 workers on one Redis, 16 and 128 shards, and a Redis Cluster of 3 primaries
+    with and without replicas (writes wait for a replica only where one is connected): pages/s,
     and Redis commands, bytes and CPU per fetched page (the capacity model's inputs)."""
     import redis as redis_lib
 
@@ -126,14 +127,16 @@ def bench_distributed_scale(quick: bool) -> None:
     hosts, pages, delay = (60, 8, 0.25) if quick else (160, 12, 0.25)
     single = redis_lib.Redis.from_url(BENCH_REDIS)
     runs = [(n, 16, "one Redis") for n in (1, 2, 4, 8)] + [(4, 128, "one Redis"),
-                                                           (4, 16, "cluster 3+3")]
+                                                           (4, 16, "cluster 3+3"),
+                                                           (4, 16, "cluster 3+0")]
     rows = []
     base = None
     for n, shards, where in runs:
         with tempfile.TemporaryDirectory() as tmp:
             cluster = None
             if where.startswith("cluster"):
-                cluster = RedisClusterServer(Path(tmp) / "cluster").start()
+                cluster = RedisClusterServer(Path(tmp) / "cluster",
+                                             replicas=int(where[-1])).start()
                 client = cluster_client(cluster.url)
                 nodes = [redis_lib.Redis(port=p) for p in cluster.ports]
                 url, extra = cluster.url, {"CRAWLER_EXT_REDIS_CLUSTER": True}

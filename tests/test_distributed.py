@@ -687,6 +687,35 @@ def test_a_flapping_cluster_failover_is_one_outage(caplog) -> None:
     assert health.outages == 1
 
 
+def test_the_cluster_waits_for_replicas_only_where_one_is_connected(
+        cluster, tmp_path: Path) -> None:
+    """``WAIT 1`` on a primary without a replica waits its whole time and protects nothing:
+    with replicas every written primary is waited on, without them none is."""
+    from crawler_ext.distributed.cluster import ClusterClient
+
+    def waits(server: Any) -> int:
+        total = 0
+        for port in server.primary_ports():
+            stats = redis_lib.Redis(port=port).info("commandstats")
+            total += int(stats.get("cmdstat_wait", {}).get("calls", 0))
+        return total
+
+    def write_everywhere(server: Any) -> None:
+        client = ClusterClient(host="127.0.0.1", port=server.primary_ports()[0])
+        pipe = client.pipeline()
+        for i in range(30):  # keys on every primary
+            pipe.set(f"wait-test-{i}", "1")
+        pipe.execute()
+        client.close()
+
+    before = waits(cluster)
+    write_everywhere(cluster)
+    assert waits(cluster) - before == 3  # one WAIT per primary written
+    with RedisClusterServer(tmp_path / "bare", replicas=0) as bare:
+        write_everywhere(bare)
+        assert waits(bare) == 0
+
+
 @pytest.mark.slow
 def test_a_cluster_primary_killed_mid_crawl_fails_over_without_losing_a_url(
         testweb_factory, tmp_path: Path) -> None:
