@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,3 +131,48 @@ def test_a_rebinding_or_failing_dns_never_reaches_a_forbidden_address(
     assert result.stat("netguard/lookup_failed") >= 1
     assert any(a["answer"] is None for a in attacker.answers())
     assert not any(host.endswith(".late.test") for host, _ in fetched)
+
+
+# -- the rendering pool: Chromium resolves nothing itself --------------------------------------
+
+class AttackerApps(AttackerWeb):
+    def __init__(self, workdir: Path) -> None:
+        self.log_path = workdir / "requests.jsonl"
+        self.forbidden_path = workdir / "forbidden.jsonl"
+        self.dns_log = workdir / "dns.jsonl"
+        ready = self._launch([sys.executable, "-m", "testweb.apps", "--log", str(self.log_path),
+                              "--forbidden-log", str(self.forbidden_path),
+                              "--rebind-dns", str(self.dns_log)])
+        self.port = int(ready["port"])
+        self.dns_port = int(ready["dns"])
+
+
+@pytest.mark.slow
+def test_a_rendered_page_and_its_requests_go_to_the_address_the_guard_checked(
+        tmp_path: Path) -> None:
+    """An app shell on a name the attacker answers twice with the allowed address (the page's
+    fetch and its render request are checked), then twice with a forbidden one: the browser's
+    navigation and every sub-request go through the guard's proxy to the pinned address.
+    Without the proxy the browser cannot resolve the name at all, so nothing renders."""
+    if shutil.which("chromium") is None:
+        pytest.skip("Debian's chromium is not installed")
+    apps = AttackerApps(tmp_path)
+    try:
+        url = f"http://vanilla.pair.rebind.test:{apps.port}/"
+        result = run_crawl("-a", f"seeds={url}", items_path=tmp_path / "items.jsonl",
+                           settings={"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.1/32",
+                                     "CRAWLER_EXT_RENDER_ENABLED": True, "ROBOTSTXT_OBEY": False,
+                                     "TWISTED_DNS_RESOLVER": "testweb.dns.PlainResolver",
+                                     "TESTWEB_DNS_SERVER": f"127.0.0.1:{apps.dns_port}",
+                                     "CRAWLER_EXT_DNS_PREFETCH": False,
+                                     "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.1, "DNS_TIMEOUT": 2,
+                                     "CLOSESPIDER_TIMEOUT": 90}, timeout=180)
+        assert result.returncode == 0, result.output[-3000:]
+        assert apps.forbidden_connections() == []
+        assert result.stat("render/rendered") >= 1, result.output[-3000:]
+        assert result.stat("render/fallback") == 0, result.output[-3000:]
+        assert result.stat("render/subrequests") >= 1  # app.js, through the proxy, pinned
+        paths = [e.path for e in read_log(apps.log_path)]
+        assert paths.count("/") == 2 and "/app.js" in paths  # the plain fetch and the render
+    finally:
+        apps.stop()

@@ -240,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--forbidden-log", required=True,
                         help="connections received by the forbidden listener (JSON lines)")
     parser.add_argument("--truth", help="write the ground truth here (JSON)")
+    parser.add_argument("--rebind-dns", metavar="LOG",
+                        help="also serve an attacker's DNS (testweb.dns.serve_rebinding)")
     args = parser.parse_args(argv)
     from twisted.internet import reactor
     from twisted.web.resource import Resource
@@ -285,7 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.truth:
         with open(args.truth, "w", encoding="utf-8") as fh:
             json.dump(truth(port), fh)
-    serve_until_stopped(port=port, forbidden=forbidden_port)
+    fields = {"port": port, "forbidden": forbidden_port}
+    if args.rebind_dns:
+        from testweb.dns import serve_rebinding
+
+        fields["dns"] = serve_rebinding(FORBIDDEN_ADDRESS, args.forbidden_log, port,
+                                        args.rebind_dns)
+    serve_until_stopped(**fields)
     return 0
 
 

@@ -7,8 +7,9 @@ it, any other name NXDOMAIN.  Each query is logged as a JSON line ``{"name", "ty
 :class:`RebindingAuthority` is the DNS of an attacker, for the SSRF guard's tests: every answer
 has a TTL of 0; a name under ``rebind.test`` answers an allowed address to its first address
 query, a forbidden one to its second, and so on alternately (DNS rebinding between a check
-and the connection); a name under ``late.test`` leaves its first query unanswered (the asker
-times out) and answers the forbidden address after.
+and the connection), under ``pair.rebind.test`` two allowed answers, then two forbidden, and
+so on; a name under ``late.test`` leaves its first query unanswered (the asker times out) and
+answers the forbidden address after.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from twisted.names import dns, server
 from twisted.names.common import ResolverBase
 from twisted.names.error import AuthoritativeDomainError
 
-__all__ = ["RebindingAuthority", "TestWebAuthority", "listen_dns", "listen_rebinding_dns"]
+__all__ = ["PlainResolver", "RebindingAuthority", "TestWebAuthority", "listen_dns",
+           "listen_rebinding_dns", "serve_rebinding"]
 
 
 class TestWebAuthority(ResolverBase):
@@ -89,6 +91,8 @@ class RebindingAuthority(ResolverBase):
         n = self.asked[text] = self.asked.get(text, 0) + 1
         if text.endswith(".late.test"):
             address = None if n == 1 else self.forbidden
+        elif text.endswith(".pair.rebind.test"):  # two allowed answers, then two forbidden
+            address = self.allowed if (n - 1) // 2 % 2 == 0 else self.forbidden
         else:
             address = self.allowed if n % 2 else self.forbidden
         if self.log is not None:
@@ -138,3 +142,15 @@ class PlainResolver:
             raise DNSLookupError(f"{name}: {failure.getErrorMessage()}")
 
         return self.client.getHostByName(name, timeout or (2,)).addErrback(failed)
+
+
+def serve_rebinding(forbidden: str, forbidden_log: str, web_port: int, dns_log: str) -> int:
+    """The attacker of the SSRF tests beside a test web on 127.0.0.1:``web_port``: its DNS
+    (:class:`RebindingAuthority`, logging to ``dns_log``) and a forbidden listener at the web's
+    own port on the ``forbidden`` address (a re-pointed name keeps the URL's port).  The DNS
+    port."""
+    from testweb.forbidden import listen_forbidden
+
+    listen_forbidden(forbidden, forbidden_log, web_port)
+    return listen_rebinding_dns("127.0.0.1", forbidden,
+                                open(dns_log, "a", encoding="utf-8"))  # noqa: SIM115

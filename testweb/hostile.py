@@ -348,12 +348,10 @@ def main(argv: list[str] | None = None) -> int:
     port = reactor.listenTCP(args.port, site, interface="127.0.0.1").getHost().port
     fields = {"port": port, "forbidden": forbidden_port}
     if args.rebind_dns:
-        from testweb.dns import listen_rebinding_dns
+        from testweb.dns import serve_rebinding
 
-        # a name re-pointed to the forbidden address keeps the URL's port: listen there too
-        listen_forbidden(FORBIDDEN_ADDRESS, args.forbidden_log, port)
-        fields["dns"] = listen_rebinding_dns("127.0.0.1", FORBIDDEN_ADDRESS,
-                                             open(args.rebind_dns, "a", encoding="utf-8"))  # noqa: SIM115
+        fields["dns"] = serve_rebinding(FORBIDDEN_ADDRESS, args.forbidden_log, port,
+                                        args.rebind_dns)
     serve_until_stopped(**fields)
     return 0
 

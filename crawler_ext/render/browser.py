@@ -8,7 +8,7 @@ from typing import Any
 
 from crawler_ext import config
 
-__all__ = ["browser_rss_mb", "find_browser", "require_render", "resolver_rules"]
+__all__ = ["browser_rss_mb", "find_browser", "require_render"]
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -41,12 +41,6 @@ def require_render(settings: Any) -> None:
                                  "install 'crawler_ext[render]'") from None
     if not settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS"):
         find_browser(config.get(settings, "CRAWLER_EXT_RENDER_BROWSER"))
-
-
-def resolver_rules(hosts: dict[str, str]) -> str:
-    """Chromium's ``--host-resolver-rules`` pinning the names the crawl pins
-    (``CRAWLER_EXT_HOSTS``), so the browser connects where the SSRF guard looked."""
-    return ", ".join(f"MAP {name} {address}" for name, address in sorted(hosts.items()))
 
 
 def browser_rss_mb() -> float | None:

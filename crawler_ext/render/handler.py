@@ -36,9 +36,11 @@ from scrapy_playwright.page import PageMethod
 
 from crawler_ext import config
 from crawler_ext.frontier.delays import KeyDelays
-from crawler_ext.hosts.netguard import network_guard
-from crawler_ext.render.browser import browser_rss_mb, find_browser, resolver_rules
+from crawler_ext.hosts.netguard import network_guard, shared_pins
+from crawler_ext.hosts.pinning import pinned_resolver
+from crawler_ext.render.browser import browser_rss_mb, find_browser
 from crawler_ext.render.guard import PagePacer, SubrequestPolicy
+from crawler_ext.render.proxy import GuardProxy
 from crawler_ext.signals import frontier_opened, host_released
 
 __all__ = ["RenderDownloadHandler"]
@@ -47,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 _TRANSIENT_META = ("playwright_page_init_callback", "playwright_page_methods")
 LATENCY_META = "crawler_ext_render_server_latency"
+#: Chromium's --host-resolver-rules: no name resolves in the browser (the proxy's address is a
+#: literal); a request that would not go through the proxy fails instead of resolving
+NO_RESOLUTION = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 #: crawler -> its handler: one for http and https (one browser, one budget)
 _HANDLERS: weakref.WeakKeyDictionary[Any, RenderDownloadHandler] = weakref.WeakKeyDictionary()
 
@@ -82,11 +87,10 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         cfg = self.config
         cfg.browser_type_name = "chromium"
         if not s.getdict("PLAYWRIGHT_LAUNCH_OPTIONS"):
-            hosts = config.get(s, "CRAWLER_EXT_HOSTS")
+            # the browser resolves no name itself: its contexts go through the guard's proxy
             args = ["--disable-background-networking", "--disable-component-update",
-                    "--no-first-run", "--disable-sync", "--disable-default-apps"]
-            if hosts:
-                args.append(f"--host-resolver-rules={resolver_rules(hosts)}")
+                    "--no-first-run", "--disable-sync", "--disable-default-apps",
+                    f"--host-resolver-rules={NO_RESOLUTION}"]
             cfg.launch_options = {"executable_path": find_browser(
                 config.get(s, "CRAWLER_EXT_RENDER_BROWSER")), "headless": True, "args": args}
         if s.get("PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT") is None:
@@ -95,6 +99,9 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
             cfg.max_pages_per_context = self.concurrency
         self.abort_request = self._judge
         guard = network_guard(s)
+        self.proxy = GuardProxy(lambda: pinned_resolver(
+            self.proxy.reactor, shared_pins(crawler), guard.allows,
+            lambda name, address: self.stats.inc_value("netguard/refused_at_connect")))
         self.policy = SubrequestPolicy(
             frozenset(config.get(s, "CRAWLER_EXT_RENDER_BLOCK_RESOURCES")), guard.allows)
         self._lease_key: Any = None
@@ -124,6 +131,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         if self._closing:  # (asked once per scheme)
             return
         self._closing = True
+        self.proxy.stop()
         await super().close()
 
     # -- what the frontier tells -----------------------------------------------------------
@@ -147,7 +155,11 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):
         async with self._slots:
             name = f"crawler_ext-render-{self._generation}"
             request.meta["playwright_context"] = name
-            request.meta.setdefault("playwright_context_kwargs", {"service_workers": "block"})
+            request.meta.setdefault("playwright_context_kwargs", {
+                "service_workers": "block",
+                # every request of the page through the guard's proxy, loopback included
+                "proxy": {"server": f"http://127.0.0.1:{self.proxy.start()}",
+                          "bypass": "<-loopback>"}})
             request.meta["playwright_page_init_callback"] = self._page_opened
             request.meta["playwright_page_methods"] = [PageMethod(self._settle_page)]
             self._in_context[name] += 1
