@@ -3,7 +3,7 @@
     python benchmarks/run.py [politeness] [priority] [priority_real] [scale] [seen] [dedup]
                              [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
                              [distributed_scale] [recrawl] [render] [dispatch] [outlinks]
-                             [soak]
+                             [soak] [fuzz]
                              [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
@@ -41,6 +41,7 @@ BENCHES = {
     "distributed_scale": ("distributed", "bench_distributed_scale"),
     "outlinks": ("outlinks", "bench_outlinks"),
     "soak": ("soak", "bench_soak"),
+    "fuzz": ("fuzz", "bench_fuzz"),
     "recrawl": ("recrawl", "bench_recrawl"),
     "render": ("render", "bench_render"),
     "dispatch": ("scale", "bench_dispatch"),

@@ -102,6 +102,20 @@ def parse_arguments(
     return urls, domains, limit
 
 
+def _hrefs(anchors: Any, unreadable: list[str]) -> Iterator[str]:
+    """The href of each anchor not marked nofollow; an anchor whose attributes lxml cannot
+    read (control characters in a broken tag: found by fuzzing) is noted in ``unreadable``."""
+    for anchor in anchors:
+        try:
+            attrib = anchor.attrib
+            href, rel = attrib["href"], attrib.get("rel") or ""
+        except ValueError:
+            unreadable.append("unreadable")
+            continue
+        if "nofollow" not in rel.lower().split():
+            yield href
+
+
 def distributed(settings: Any) -> bool:
     """A distributed crawl (the Redis frontier): seeds may come from Redis instead."""
     return config.get(settings, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis"
@@ -141,9 +155,9 @@ class WebSpider(scrapy.Spider):
                 anchors = response.xpath("//a[@href]")
             except ValueError:  # an unparseable page: no links, the item still goes out
                 base, anchors = response.url, []
-            hrefs = (a.attrib["href"] for a in anchors
-                     if "nofollow" not in (a.attrib.get("rel") or "").lower().split())
-            links, invalid = extract_links(base, hrefs)
+            unreadable: list[str] = []
+            links, invalid = extract_links(base, _hrefs(anchors, unreadable))
+            invalid += unreadable
             for reason in invalid:
                 self.crawler.stats.inc_value(f"spider/links_invalid/{reason}")
         request = response.request

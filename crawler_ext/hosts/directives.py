@@ -40,12 +40,15 @@ def page_directives(response: Any, agent: str = "crawler_ext") -> PageDirectives
     metas: list[str] = []
     canonical = None
     if isinstance(response, TextResponse):
-        for name in ("robots", agent):
-            metas += response.xpath(
-                f"//meta[translate(@name,'ABCDEFGHIJKLMNOPQRSTUVWXYZ','abcdefghijklmnopqrstuvwxyz')"
-                f"='{name}']/@content").getall()
-        href = response.xpath("//link[@rel='canonical']/@href").get()
-        canonical = response.urljoin(href.strip()) if href else None
+        try:
+            for name in ("robots", agent):
+                metas += response.xpath(
+                    f"//meta[translate(@name,'ABCDEFGHIJKLMNOPQRSTUVWXYZ','abcdefghijklmn"
+                    f"opqrstuvwxyz')='{name}']/@content").getall()
+            href = response.xpath("//link[@rel='canonical']/@href").get()
+            canonical = response.urljoin(href.strip()) if href else None
+        except ValueError:  # an unparseable page or <base>/canonical URL (found by fuzzing)
+            canonical = None
     tokens = _tokens(headers + metas, agent.lower())
     none = "none" in tokens
     return PageDirectives("noindex" in tokens or none, "nofollow" in tokens or none, canonical)
