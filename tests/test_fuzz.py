@@ -18,7 +18,7 @@ from tests.fuzz.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "tests" / "fuzz"
-SECONDS = 5
+SECONDS = 3
 
 
 def _inputs(target: str) -> list[Path]:
@@ -34,6 +34,7 @@ def test_every_seed_and_every_input_that_once_crashed_passes(target: str) -> Non
         TARGETS[target](path.read_bytes())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", sorted(MODULES))
 def test_a_short_fuzzing_run_finds_nothing(target: str, tmp_path: Path) -> None:
     pytest.importorskip("atheris")

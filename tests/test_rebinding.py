@@ -110,6 +110,7 @@ socket.getaddrinfo = getaddrinfo
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("obey", [True, False], ids=["robots", "no-robots"])
 @pytest.mark.parametrize("resolver", ["pack", "plain", "reactorless"])
 def test_a_rebinding_or_failing_dns_never_reaches_a_forbidden_address(
