@@ -197,7 +197,10 @@ def _canonicalize(
     else:
         netloc = host
     path, qmark, query = rest.partition("?")
-    path = _remove_dot_segments(_normalize_percent(path, url)) or "/"
+    path = _normalize_percent(path, url)
+    if strip_session and ";" in path:  # before the dot segments go (idempotent: fuzzing)
+        path = re.sub(r";(jsessionid|phpsessid|sid|sessionid)=[^/?]*", "", path, flags=re.I)
+    path = _remove_dot_segments(path) or "/"
     if qmark:
         # keep &, = and + encoded as they were: they separate parameters
         query = _normalize_percent(query, url, keep=frozenset("&=+"))
@@ -218,8 +221,6 @@ def _canonicalize(
         if sort_query:
             parts.sort()
         query = "&".join(parts)
-    if strip_session and ";" in path:
-        path = re.sub(r";(jsessionid|phpsessid|sid|sessionid)=[^/?]*", "", path, flags=re.I)
     return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
 
 

@@ -97,7 +97,8 @@ class SitemapMiddleware:
         if body[:2] == b"\x1f\x8b":
             try:
                 body = gunzip(body, max_size=self.max_bytes)
-            except (OSError, ValueError) as exc:  # DecompressionMaxSizeExceeded is one
+            except (OSError, ValueError, EOFError) as exc:  # a truncated gzip: EOFError
+                # (found by fuzzing); DecompressionMaxSizeExceeded is a ValueError
                 self._error(url, f"gzip: {exc}")
                 return
         if len(body) > self.max_bytes:
