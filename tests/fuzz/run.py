@@ -1,14 +1,18 @@
+#!/usr/bin/env python
 """``python -m tests.fuzz.run <target> [libFuzzer flags] [corpus dirs]``: one target of
 :mod:`tests.fuzz.targets` under atheris, coverage-guided over the pack's own Python code (run
 it with ``CRAWLER_EXT_PURE_PYTHON=1``: compiled modules cannot be instrumented).  Without a
-corpus directory it starts from ``tests/fuzz/corpus/<target>/``.  A crash writes its input
+corpus directory it starts from ``tests/fuzz/corpus/<target>/`` (new inputs go to a scratch
+folder).  ``-merge=1 NEW tests/fuzz/corpus/<target>`` minimises a corpus.  A crash writes its input
 (``-artifact_prefix``) and exits non-zero: copy it to ``tests/fuzz/regressions/<target>/``."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +42,13 @@ def _instrument(atheris: Any, module: Any) -> None:
 def main() -> None:
     import atheris
 
-    if len(sys.argv) < 2 or sys.argv[1] not in MODULES:
+    if len(sys.argv) > 1 and sys.argv[1] in MODULES:
+        target, rest = sys.argv[1], sys.argv[2:]
+    else:  # libFuzzer's own child processes (-merge, -fork) get the flags alone
+        target, rest = os.environ.get("CRAWLER_EXT_FUZZ_TARGET", ""), sys.argv[1:]
+    if target not in MODULES:
         sys.exit(f"usage: python -m tests.fuzz.run {{{','.join(MODULES)}}} [flags] [corpus]")
-    target, rest = sys.argv[1], sys.argv[2:]
+    os.environ["CRAWLER_EXT_FUZZ_TARGET"] = target
     from tests.fuzz.targets import TARGETS
 
     # the functions of the modules under test, whatever loaded them (the pack's modules that
@@ -51,7 +59,8 @@ def main() -> None:
         _instrument(atheris, importlib.import_module(name))
 
     if not any(not arg.startswith("-") for arg in rest):
-        rest.append(str(HERE / "corpus" / target))
+        # new inputs go to a scratch folder first, never into the checked-in seeds
+        rest += [tempfile.mkdtemp(prefix=f"fuzz-{target}-"), str(HERE / "corpus" / target)]
     atheris.Setup([sys.argv[0], *rest], TARGETS[target])
     atheris.Fuzz()
 
