@@ -60,7 +60,9 @@ def test_private_addresses_are_refused_by_default(testweb_factory, tmp_path: Pat
                        items_path=tmp_path / "items.jsonl",
                        settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
                                  "CRAWLER_EXT_ALLOWED_NETWORKS": "",
-                                 "CRAWLER_EXT_POLITENESS_BACKOFF_MAX": 1})
+                                 "CRAWLER_EXT_POLITENESS_BACKOFF_MAX": 1,
+                                 # robots.txt retried a minute later: the host is parked
+                                 "CRAWLER_EXT_ROBOTS_RETRY_BASE": 60})
     assert result.returncode == 0, result.output[-3000:]
     assert read_log(web.log_path) == []  # not a single request reached the server
     assert result.stat("admission/rejected/private_address") == 1  # the IP literal

@@ -73,7 +73,7 @@ def _run(coroutine):
 def test_a_failed_look_up_refuses_the_request_and_a_good_one_pins_its_address() -> None:
     import pytest
     from scrapy import Request
-    from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+    from scrapy.exceptions import IgnoreRequest
     from twisted.internet import defer
     from twisted.internet.error import DNSLookupError
 
@@ -81,11 +81,14 @@ def test_a_failed_look_up_refuses_the_request_and_a_good_one_pins_its_address() 
                "down.test": lambda _: defer.fail(DNSLookupError("down.test: time-out"))}
     middleware, stats = _guard_middleware(
         lambda host: answers[host]("127.0.0.1") if host == "ok.test" else answers[host](host))
+    from crawler_ext.hosts.pinning import REFUSED
+
     for _ in range(2):  # (logged once, counted each time)
-        with pytest.raises(CannotResolveHostError):
-            _run(middleware.process_request(Request("http://down.test/")))
+        # refused: its connection resolves to nothing, so the download fails as a failed
+        # look-up does (in the downloader: Scrapy's signals and retries as usual)
+        assert _run(middleware.process_request(Request("http://down.test/"))) is None
     assert stats.get_value("netguard/lookup_failed") == 2
-    assert middleware.pins.get("down.test") is None
+    assert middleware.pins.get("down.test") == REFUSED
     with pytest.raises(IgnoreRequest):
         _run(middleware.process_request(Request("http://bad.test/")))
     assert middleware.pins.get("bad.test") is None
@@ -120,17 +123,19 @@ def test_the_connections_resolver_answers_the_pin_and_judges_every_other_answer(
             receiver.addressResolved(IPv4Address("TCP", "127.0.0.3", port))
             receiver.resolutionComplete()
 
-    pins, dropped = AddressPins(size=2), []
+    pins, dropped = AddressPins(size=2), []  # (room for the two pins asked below)
     guard = NetworkGuard(["127.0.0.1/32"])
     resolver = PinnedNameResolver(Attacker(), pins, guard.allows,
                                   lambda name, address: dropped.append((name, address)))
     pins.pin("checked.test", "127.0.0.1")
+    pins.refuse("failed.test")  # the guard's look-up failed: nothing, not the attacker's
     for name, expected in (("checked.test", ["127.0.0.1"]), ("other.test", []),
+                           ("failed.test", []),
                            ("127.0.0.3", ["127.0.0.3"])):  # a literal is the project's own
         answers = Answers()
         resolver.resolveHostName(answers, name, 80)
         assert (answers.got, answers.done) == (expected, True), name
     assert dropped == [("other.test", "127.0.0.3")]
     pins.pin("a.test", "127.0.0.1")
-    pins.pin("b.test", "127.0.0.1")  # bounded: the oldest pin goes, its name is judged again
+    pins.pin("b.test", "127.0.0.1")  # bounded: the oldest pins go, their names judged again
     assert pins.get("checked.test") is None and len(pins) == 2

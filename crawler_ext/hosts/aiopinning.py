@@ -20,7 +20,7 @@ from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
 
 from crawler_ext.hosts.addresses import literal_address
 from crawler_ext.hosts.netguard import network_guard, shared_pins
-from crawler_ext.hosts.pinning import AddressPins
+from crawler_ext.hosts.pinning import REFUSED, AddressPins
 
 __all__ = ["GuardedAiohttpDownloadHandler", "PinnedAiohttpResolver"]
 
@@ -36,6 +36,8 @@ class PinnedAiohttpResolver(AbstractResolver):
         pinned = self.pins.get(host)
         if pinned is None and literal_address(host.strip("[]")) is not None:
             return await self.inner.resolve(host, port, family)  # (as pinning.py says)
+        if pinned == REFUSED:
+            raise OSError(f"{host}: the SSRF guard's look-up failed")
         if pinned is not None:
             answers = [_result(host, pinned, port)]
         else:

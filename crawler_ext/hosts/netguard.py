@@ -11,8 +11,9 @@ It is enforced on every path to the network, by construction:
   address it is; a name is resolved through the installed resolver (cached) and its address
   judged;
 * it fails closed: a look-up that fails or takes longer than ``DNS_TIMEOUT`` refuses the
-  request (``CannotResolveHostError``, retried as any DNS failure; counted in
-  ``netguard/lookup_failed``), it never lets the download resolve the name by itself;
+  request (counted in ``netguard/lookup_failed``): the name is pinned to no address, so the
+  download fails as a failed look-up does (``CannotResolveHostError``, retried as any DNS
+  failure) and never resolves the name by itself;
 * the connection goes to the address it checked (:mod:`crawler_ext.hosts.pinning`): the
   reactor's name resolution answers a checked name with its pinned address, and judges any
   other answer, whichever resolver the project installed, so a name cannot be re-pointed
@@ -114,14 +115,20 @@ class NetworkGuardMiddleware:
                 self._refuse(request, str(ip))
             return None
         address = await self._lookup(request, host)
+        if address is None:  # the look-up failed: the connection resolves to nothing
+            self.pins.refuse(host)
+            return None
         if not self.guard.allows(address):
             self._refuse(request, address)
         self.pins.pin(host, address)  # the connection goes here, nowhere else
         return None
 
-    async def _lookup(self, request: Any, host: str) -> str:
-        """The address that decides: the first one the resolver gives now; a failed or
-        timed-out look-up refuses the request (fail closed)."""
+    async def _lookup(self, request: Any, host: str) -> str | None:
+        """The address that decides: the first one the resolver gives now.  A failed or
+        timed-out look-up refuses the request (fail closed): with a reactor, None -- the name
+        is pinned to no address, so the download fails in the downloader as a failed look-up
+        does (Scrapy's signals, retries and stats as usual) and nothing resolves it
+        unchecked; in the reactorless mode, CannotResolveHostError at once."""
         from scrapy.utils.defer import maybe_deferred_to_future
         from scrapy.utils.reactor import is_reactor_installed
 
@@ -144,7 +151,10 @@ class NetworkGuardMiddleware:
                 raise OSError(f"{host}: no address")
             return str(infos[0][4][0])
         except Exception as exc:  # noqa: BLE001 - whatever failed, the request is refused
-            raise self._lookup_failed(request, host, exc) from None
+            failure = self._lookup_failed(request, host, exc)
+            if self._resolve is None and not is_reactor_installed():
+                raise failure from None
+            return None
 
     def _lookup_failed(self, request: Any, host: str, exc: BaseException) -> Exception:
         from scrapy.exceptions import CannotResolveHostError

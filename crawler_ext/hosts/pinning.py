@@ -33,7 +33,10 @@ from zope.interface import implementer
 
 from crawler_ext.hosts.addresses import literal_address
 
-__all__ = ["AddressPins", "PinnedNameResolver", "pinned_resolver"]
+__all__ = ["REFUSED", "AddressPins", "PinnedNameResolver", "pinned_resolver"]
+
+#: the pin of a name whose look-up by the guard failed: its connection resolves to nothing
+REFUSED = ""
 
 
 class AddressPins:
@@ -52,7 +55,13 @@ class AddressPins:
             self._pins.popitem(last=False)
 
     def get(self, name: str) -> str | None:
+        """The checked address, REFUSED, or None (not pinned)."""
         return self._pins.get(name.lower().rstrip("."))
+
+    def refuse(self, name: str) -> None:
+        """The guard could not look ``name`` up: its connections resolve to nothing (they
+        fail as a failed look-up does, and nothing resolves the name unchecked)."""
+        self.pin(name, REFUSED)
 
     def __len__(self) -> int:
         return len(self._pins)
@@ -125,8 +134,10 @@ class PinnedNameResolver:
             resolutionReceiver.resolutionComplete()
             return resolution
         if pinned is not None:
-            if self.allows(pinned):
+            if pinned != REFUSED and self.allows(pinned):
                 _deliver(resolutionReceiver, pinned, portNumber, addressTypes)
+            elif pinned == REFUSED:
+                pass  # the guard's look-up failed: no address, the connection fails
             else:
                 self.refused(hostName, pinned)
             resolutionReceiver.resolutionComplete()
