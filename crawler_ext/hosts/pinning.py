@@ -134,10 +134,10 @@ class PinnedNameResolver:
             resolutionReceiver.resolutionComplete()
             return resolution
         if pinned is not None:
-            if pinned != REFUSED and self.allows(pinned):
-                _deliver(resolutionReceiver, pinned, portNumber, addressTypes)
-            elif pinned == REFUSED:
+            if pinned == REFUSED:
                 pass  # the guard's look-up failed: no address, the connection fails
+            elif self.allows(pinned):
+                _deliver(resolutionReceiver, pinned, portNumber, addressTypes)
             else:
                 self.refused(hostName, pinned)
             resolutionReceiver.resolutionComplete()
