@@ -165,6 +165,10 @@ STATS: list[Stat] = [
           "frontier/redis/seeds"),
          "leases of dead workers returned; releases refused (lease had expired); failed "
          "exchanges (retried); seeds popped"),
+    Stat(("frontier/redis/leases_fenced",),
+         "leased entries let go unfetched: Redis had not answered for half "
+         "`CRAWLER_EXT_REDIS_LEASE_TTL` (partition, stall, slow link), so the lease may have "
+         "expired and another worker may hold the key"),
     Stat(("shared/rules/redis/errors", "shared/docs/redis/errors"),
          "failed exchanges of the shared rule log and content index (retried); a Redis outage "
          "is logged once per worker, whichever component meets it first, and once more when "

@@ -265,6 +265,34 @@ def test_a_leased_host_is_fetched_by_one_worker_and_a_crashed_lease_returns(redi
     assert b._remote == 2  # h1/p/2 and h2/p/1 are still leased (by b)
 
 
+def test_a_worker_cut_off_from_redis_lets_its_leases_go_unfetched(redis) -> None:
+    """The fence: an entry leased by a worker that Redis has not answered for half the lease
+    time is never dispatched (another worker may hold its key by then); it returns to its
+    queue when the lease expires in Redis, and another worker fetches it."""
+    from crawler_ext.distributed.fence import LeaseFence
+
+    clock = [1000.0]
+    stats: dict[str, float] = {}
+    a = RedisFrontier(redis, "t", PolitenessPolicy(min_delay=0.5, max_delay=0.5), [5, 2, 1],
+                      RedisBloom(redis, "t", 10_000), shards=4, lease_ttl=2.0, buffer=8,
+                      on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
+    a._fence = LeaseFence(2.0, clock=lambda: clock[0])
+    b = _frontier(redis, 2.0)
+    for f in (a, b):
+        f.open()
+    a.add([_entry("h1", 1), _entry("h2", 1)])
+    taken = _exchange(a)
+    assert len(taken) == 2
+    assert a.next(time.time()) is not None  # within the fence: dispatched
+    clock[0] += 1.0  # Redis silent for half the lease time (an exchange's answer never came)
+    assert a.next(time.time()) is None
+    assert stats["frontier/redis/leases_fenced"] == 1
+    assert a._states.keys() <= {taken[0].key} and len(a._held) == 1  # only the one in flight
+    # the leases expire in Redis (a renewed none): b takes both, the one a let go among them
+    time.sleep(2.2)
+    assert sorted(e.key for e in _exchange(b)) == ["h1", "h2"]
+
+
 class _Evidence:
     """A worker's trap evidence, as the scheduler answers the shared frontier."""
 

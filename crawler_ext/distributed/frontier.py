@@ -63,6 +63,7 @@ from twisted.internet import threads
 
 from crawler_ext.admission.urls import host_of
 from crawler_ext.distributed.bloom import CLAIMED, SEEN, RedisBloom
+from crawler_ext.distributed.fence import LeaseFence
 from crawler_ext.distributed.health import health_of
 from crawler_ext.distributed.lua import lua
 from crawler_ext.distributed.sharedlog import SharedLog
@@ -250,6 +251,7 @@ class RedisFrontier:
         self._idle = False  # the last exchange took nothing
         self._lock = threading.Lock()
         self._health = health_of(redis)  # one log line per outage for all components
+        self._fence = LeaseFence(lease_ttl)  # no fetch of a lease that may have expired
         self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...),
         # trap_pattern(url)
 
@@ -290,6 +292,9 @@ class RedisFrontier:
     def next(self, now: float, gate: Gate | None = None) -> Entry | None:
         while self._ready and self._ready[0][0] <= now:
             entry = heapq.heappop(self._ready)[2]
+            if not self._fence.holds(shard_of(entry.key, self.shards)):
+                self._let_go(entry)
+                continue
             verdict = gate(entry, now) if gate is not None else entry
             if verdict == DROP:
                 self._stat("frontier/dropped", 1)
@@ -454,6 +459,16 @@ class RedisFrontier:
             logger.warning("Redis frontier: stats not added to %s (%s)", self.stats_key, exc)
 
     # -- internals ---------------------------------------------------------------------------
+    def _let_go(self, entry: Entry) -> None:
+        """Behind the fence (Redis not answered for half a lease): forget the entry and its
+        key, unfetched; the lease expires in Redis and the entry returns to its queue."""
+        self._held.pop(entry.id, None)
+        self._states.pop(entry.key, None)
+        parked = self._parked.pop(entry.key, None)
+        if parked is not None:
+            self._held.pop(parked.id, None)
+        self._stat("frontier/redis/leases_fenced", 1)
+
     def _complete_one(self, entry_id: int) -> None:
         key = self._held.pop(entry_id, None)
         if key is not None:
@@ -618,8 +633,9 @@ class RedisFrontier:
         seeds_at = commands - 1
         # a script that fails (a cluster node failing over) fails its shard alone: its work
         # goes back to the outbox, the other shards' results count
+        sent_at = self._fence.now()
         results = pipe.execute(raise_on_error=False) if commands else []
-        out: dict[str, Any] = {"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
+        out: dict[str, Any] = {"sent_at": sent_at, "answered": [],"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
                                "pushed": len(pushes) - filtered - len(wait),
                                "reclaimed": reclaimed, "wait": wait,
                                "commands": commands + seen_commands,
@@ -632,6 +648,7 @@ class RedisFrontier:
                 out["error"] = f"{type(result).__name__}: {result}"
                 out["pushed"] -= len(out["failed"][n].push)
                 continue
+            out["answered"].append(n)
             outstanding, expired, lost, taken, over, pover, promoted = result
             out["promoted"] += int(promoted)
             out["over"] += int(over)
@@ -696,6 +713,7 @@ class RedisFrontier:
             return
         self._syncing = False
         now = time.time()
+        self._fence.answered(out["answered"], out["sent_at"])
         self._requeue(out["failed"])
         self._settle(out)
         if out["error"]:
