@@ -25,7 +25,10 @@ class TestWebServer(ServerProcess):
     def __init__(self, hosts: int = 50, pages: int = 10, seed: int = 1, hazards: bool = True,
                  latency: float | None = None, workdir: str | Path | None = None,
                  dns_ttl: int | None = None, robots_change: bool = False,
-                 change_period: float | None = None, change_classes: str | None = None) -> None:
+                 change_period: float | None = None, change_classes: str | None = None,
+                 address: str = "127.0.0.1", netns: str | None = None) -> None:
+        self.address = address  # another than loopback only inside a test's own namespace
+        self.netns = netns  # run in this network namespace (a NetLab host's)
         self.hosts, self.pages, self.seed, self.hazards, self.latency = hosts, pages, seed, hazards, latency
         self.robots_change = robots_change
         self.change_period = change_period
@@ -41,7 +44,8 @@ class TestWebServer(ServerProcess):
         self.port = 0
 
     def start(self) -> TestWebServer:
-        cmd = [sys.executable, "-m", "testweb", "--seed", str(self.seed),
+        cmd = [*(["ip", "netns", "exec", self.netns] if self.netns else []),
+               sys.executable, "-m", "testweb", "--address", self.address, "--seed", str(self.seed),
                "--hosts", str(self.hosts), "--pages", str(self.pages), "--log", str(self.log_path),
                "--truth", str(self.truth_path), "--seeds-file", str(self.seeds_path)]
         if not self.hazards:
@@ -68,7 +72,7 @@ class TestWebServer(ServerProcess):
 
     @property
     def hosts_setting(self) -> str:
-        return "*.web.test=127.0.0.1"
+        return f"*.web.test={self.address}"
 
     def truth(self) -> dict[str, Any]:
         return json.loads(self.truth_path.read_text())

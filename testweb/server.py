@@ -16,6 +16,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Site
 
 from testweb.model import TestWeb
+from testweb.netlab import in_test_namespace
 from testweb.requestlog import write_entry
 
 __all__ = ["TestWebResource", "listen"]
@@ -60,8 +61,9 @@ class TestWebResource(Resource):
 def listen(web: TestWeb, port: int = 0, address: str = "127.0.0.1",
            log: IO[str] | None = None) -> int:
     """Start serving on ``address:port`` (loopback only); return the bound port."""
-    if not ipaddress.ip_address(address).is_loopback:
-        raise ValueError(f"the test web binds loopback addresses only, not {address}")
+    if not ipaddress.ip_address(address).is_loopback and not in_test_namespace():
+        raise ValueError(f"the test web binds loopback addresses only (or any address in a "
+                         f"network namespace a test made), not {address}")
     resource = TestWebResource(web, port, log)
     site = Site(resource)
     site.log = lambda request: None  # the request log above replaces the access log
