@@ -165,6 +165,10 @@ STATS: list[Stat] = [
           "frontier/redis/seeds"),
          "leases of dead workers returned; releases refused (lease had expired); failed "
          "exchanges (retried); seeds popped"),
+    Stat(("frontier/redis/held_for_replicas",),
+         "Redis Cluster: exchanges whose completions and claims' ends were held back because "
+         "a written primary's replica had not acknowledged the writes (`WAIT`); sent with a "
+         "later exchange"),
     Stat(("frontier/redis/leases_fenced",),
          "leased entries let go unfetched: Redis had not answered for half "
          "`CRAWLER_EXT_REDIS_LEASE_TTL` (partition, stall, slow link), so the lease may have "

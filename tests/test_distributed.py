@@ -744,6 +744,44 @@ def test_the_cluster_waits_for_replicas_only_where_one_is_connected(
         assert waits(bare) == 0
 
 
+def test_completions_wait_until_a_replica_holds_the_pushes(cluster) -> None:
+    """A primary answers, its replica has not the writes (stalled): a failover now would lose
+    the pushed links, so the pages they came from are not completed, nor the links' claims
+    ended, until a later WAIT finds the writes on a replica."""
+    client = cluster_client(cluster.url)
+    client.flushall()
+    stats: dict[str, float] = {}
+    frontier = RedisFrontier(client, "t", PolitenessPolicy(min_delay=0.0, max_delay=0.0),
+                             [5, 2, 1], RedisBloom(client, "t", 10_000), shards=4, buffer=8,
+                             on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
+    frontier.open()
+    frontier.add([_entry("h1", 1)])
+    page = _exchange(frontier)[0]
+    assert frontier.next(time.time()) is page
+    frontier.done(page, Outcome(200, 0.01), time.time())
+    frontier.complete([page.id])
+    frontier.add([_entry(f"h{n}", 2) for n in range(2, 12)])  # the page's links, every shard
+    replicas = [proc for port, proc in cluster.procs.items()
+                if port not in cluster.primary_ports()]
+    for proc in replicas:
+        proc.send_signal(signal.SIGSTOP)
+    try:
+        _exchange(frontier)
+        held = stats.get("frontier/redis/held_for_replicas", 0)
+        entries = sum(int(client.hlen(f"{tag}:e")) for tag in frontier._tags)
+        claims_open = len(frontier._confirm)
+    finally:
+        for proc in replicas:
+            proc.send_signal(signal.SIGCONT)
+    assert held == 1 and entries == 11 and claims_open == 10  # the page is still there
+    cluster.wait_ok()
+    _exchange(frontier)
+    assert sum(int(client.hlen(f"{tag}:e")) for tag in frontier._tags) == 10
+    assert frontier._confirm == [] and stats["frontier/redis/held_for_replicas"] == 1
+    client.flushall()
+    client.close()
+
+
 @pytest.mark.slow
 def test_a_cluster_primary_killed_mid_crawl_fails_over_without_losing_a_url(
         testweb_factory, tmp_path: Path) -> None:

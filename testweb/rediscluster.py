@@ -1,5 +1,6 @@
 """A real Redis Cluster on loopback for the tests and benchmarks: 3 primaries + 3 replicas,
-``redis-server --cluster-enabled yes`` and ``redis-cli --cluster create``.
+``redis-server --cluster-enabled yes`` and ``redis-cli --cluster create``; or each node on a
+host of its own in a :class:`~testweb.netlab.NetLab` (``hosts``), for partitions.
 
     with RedisClusterServer(workdir) as cluster:
         cluster.url            # redis://127.0.0.1:<port> of one node
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 __all__ = ["RedisClusterServer", "cluster_available"]
 
@@ -41,7 +43,8 @@ def _free_ports(n: int) -> list[int]:
 
 class RedisClusterServer:
     def __init__(self, workdir: str | Path, primaries: int = 3, replicas: int = 1,
-                 node_timeout_ms: int = 1000) -> None:
+                 node_timeout_ms: int = 1000, hosts: list[Any] | None = None) -> None:
+        self.hosts = hosts  # netlab Hosts, one per node (on their "db" network), or loopback
         self.dir = Path(workdir)
         self.primaries = primaries
         self.replicas = replicas
@@ -51,23 +54,38 @@ class RedisClusterServer:
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.alive()[0]}"
+        return f"redis://{self.address(self.alive()[0])}:{self.alive()[0]}"
+
+    def address(self, port: int) -> str:
+        return self.host(port).addresses["db"] if self.hosts else "127.0.0.1"
+
+    def host(self, port: int) -> Any:
+        """The lab host of the node on ``port``."""
+        assert self.hosts is not None
+        return self.hosts[self.ports.index(port)]
+
+    def _exec(self, port: int) -> list[str]:
+        return self.host(port).exec() if self.hosts else []
 
     def alive(self) -> list[int]:
         return [p for p, proc in self.procs.items() if proc.poll() is None]
 
     def _cli(self, port: int, *args: str, timeout: float = 30) -> str:
-        out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), *args],
+        out = subprocess.run([*self._exec(port), "redis-cli", "-h", self.address(port), "-p",
+                              str(port), *args],
                              capture_output=True, text=True, timeout=timeout)
         return out.stdout
 
     def start(self) -> RedisClusterServer:
-        self.ports = _free_ports(self.primaries * (1 + self.replicas))
+        n = self.primaries * (1 + self.replicas)
+        # on lab hosts every node has the machine to itself: any port is free
+        self.ports = list(range(7000, 7000 + n)) if self.hosts else _free_ports(n)
         for port in self.ports:
             node = self.dir / str(port)
             node.mkdir(parents=True, exist_ok=True)
             self.procs[port] = subprocess.Popen(
-                ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                [*self._exec(port), "redis-server", "--port", str(port), "--bind",
+                 self.address(port), "--protected-mode", "no",
                  "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                  "--cluster-node-timeout", str(self.node_timeout_ms), "--save", "",
                  "--appendonly", "no", "--repl-diskless-sync-delay", "0",
@@ -81,7 +99,8 @@ class RedisClusterServer:
                     raise RuntimeError(f"redis-server on port {port} did not start")
                 time.sleep(0.05)
         create = subprocess.run(
-            ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports),
+            [*self._exec(self.ports[0]), "redis-cli", "--cluster", "create",
+             *(f"{self.address(p)}:{p}" for p in self.ports),
              "--cluster-replicas", str(self.replicas), "--cluster-yes"],
             capture_output=True, text=True, timeout=60)
         if create.returncode != 0:

@@ -33,7 +33,9 @@ class DirectPipeline:
     replica connected only: ``WAIT 1`` on a primary without one always waits its full time
     (it measured 8x slower crawls on a 3-primary cluster without replicas) and protects
     nothing.  Whether a node has one is asked (``INFO replication``) at most every
-    ``REPLICAS_TTL`` seconds."""
+    ``REPLICAS_TTL`` seconds.  A node whose replica did not acknowledge in time is named in
+    ``lagging``: the frontier then holds back what depends on those writes (see
+    ``RedisFrontier``) until a later ``WAIT`` succeeds."""
 
     REPLICA_WAIT_MS = 50
 
@@ -41,6 +43,10 @@ class DirectPipeline:
         self._client = client
         self._replies: list[Any] = []
         self._nodes: dict[str, Any] = {}
+        #: after ``execute``: the nodes (host:port) whose writes, these or earlier ones, no
+        #: replica has acknowledged yet (a replica cut off or slow); they are asked again
+        #: with the next pipeline's
+        self.lagging: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._client, name)
@@ -73,14 +79,22 @@ class DirectPipeline:
     def execute(self, raise_on_error: bool = True) -> list[Any]:
         replies, self._replies = self._replies, []
         nodes, self._nodes = self._nodes, {}
+        # nodes whose earlier writes no replica had acknowledged: asked again
+        lagging: dict[str, Any] = self._client.__dict__.setdefault("_lagging", {})
+        nodes = {**lagging, **nodes}
+        lagging.clear()
         replicas = getattr(self._client, "replicas_connected", None)
         for node in nodes.values():
             if replicas is not None and not replicas(node):
                 continue  # no replica to wait for: the write stands on its primary alone
             try:
-                self._client.execute_command("WAIT", 1, self.REPLICA_WAIT_MS, target_nodes=node)
+                acknowledged = self._client.execute_command(
+                    "WAIT", 1, self.REPLICA_WAIT_MS, target_nodes=node)
             except RedisError:
-                pass
+                acknowledged = 0
+            if not isinstance(acknowledged, int) or acknowledged < 1:
+                lagging[node.name] = node
+        self.lagging = sorted(lagging)
         if raise_on_error:
             for reply in replies:
                 if isinstance(reply, RedisError):

@@ -635,13 +635,16 @@ class RedisFrontier:
         # goes back to the outbox, the other shards' results count
         sent_at = self._fence.now()
         results = pipe.execute(raise_on_error=False) if commands else []
+        # a cluster node whose writes no replica holds yet (DirectPipeline.lagging)
+        lagging = list(getattr(pipe, "lagging", ()))
         out: dict[str, Any] = {"sent_at": sent_at, "answered": [],"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
                                "pushed": len(pushes) - filtered - len(wait),
                                "reclaimed": reclaimed, "wait": wait,
                                "commands": commands + seen_commands,
                                "remote": {}, "seeds": [], "seeds_waiting": None,
                                "failed": {}, "error": None, "over": 0, "pover": 0,
-                               "promoted": 0, "confirm": [], "done_back": []}
+                               "promoted": 0, "confirm": [], "done_back": [],
+                               "lagging": lagging}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
                 out["failed"][n] = ops.get(n) or _Ops()
@@ -683,9 +686,16 @@ class RedisFrontier:
                              if n not in out["failed"] for item in op.push
                              if item.check == _CLAIMED]
         dones = {n: op.done for n, op in ops.items() if op.done and n not in out["failed"]}
-        if out["failed"]:  # the failed shards' completions return with their other work
+        if out["failed"] or out["lagging"]:
+            # the failed shards' completions return with their other work; and while a
+            # node's writes are on its primary alone, a failover could lose pushes whose
+            # source pages were completed, or whose claims ended (in the seen set, on other
+            # nodes): neither is sent until a replica holds the writes
             out["done_back"] = [member for members in dones.values() for member in members]
             dones = {}
+        if out["lagging"]:
+            out["confirm"] = confirm
+            confirm = []
         pipe = self.redis.pipeline(transaction=False)
         for n, members in dones.items():
             self._complete(keys=[self._tags[n] + ":e"], args=[self._tags[n], *members],
@@ -739,6 +749,8 @@ class RedisFrontier:
             self._look_again += [(now + min(1.0, ttl), entry) for entry in first]
             self._look_again += [(now + max(1.0, ttl / 4), entry) for entry in again]
             self._look_again.sort(key=lambda item: item[0])
+        if out["lagging"]:
+            self._stat("frontier/redis/held_for_replicas", 1)
         if out["pushed"]:
             self._stat("frontier/redis/pushed", out["pushed"])
         if out["over"]:  # over the host's budget, counted by all workers together
