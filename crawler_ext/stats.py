@@ -169,6 +169,11 @@ STATS: list[Stat] = [
          "Redis Cluster: exchanges whose completions and claims' ends were held back because "
          "a written primary's replica had not acknowledged the writes (`WAIT`); sent with a "
          "later exchange"),
+    Stat(("frontier/redis/restarts", "frontier/redis/refetched_after_restart"),
+         "the Redis server (or a cluster shard's node) changed since the last exchange: a "
+         "restart or a failover, which may have lost acknowledged writes; the worker let go "
+         "of its leases, dropped the completions not yet sent and forgot its local seen set: "
+         "pages that may be fetched again for it"),
     Stat(("frontier/redis/leases_fenced",),
          "leased entries let go unfetched: Redis had not answered for half "
          "`CRAWLER_EXT_REDIS_LEASE_TTL` (partition, stall, slow link), so the lease may have "

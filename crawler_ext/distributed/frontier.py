@@ -65,6 +65,7 @@ from crawler_ext.admission.urls import host_of
 from crawler_ext.distributed.bloom import CLAIMED, SEEN, RedisBloom
 from crawler_ext.distributed.fence import LeaseFence
 from crawler_ext.distributed.health import health_of
+from crawler_ext.distributed.identity import server_identity
 from crawler_ext.distributed.lua import lua
 from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.errors import ConfigError
@@ -252,6 +253,7 @@ class RedisFrontier:
         self._lock = threading.Lock()
         self._health = health_of(redis)  # one log line per outage for all components
         self._fence = LeaseFence(lease_ttl)  # no fetch of a lease that may have expired
+        self._identity: tuple[str, ...] | None = None  # the servers' run ids (exchange thread)
         self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...),
         # trap_pattern(url)
 
@@ -469,6 +471,31 @@ class RedisFrontier:
             self._held.pop(parked.id, None)
         self._stat("frontier/redis/leases_fenced", 1)
 
+    def _after_restart(self, dropped: int) -> None:
+        """Redis restarted (or a shard failed over) and may lack writes it acknowledged: let
+        go of every lease (entries waiting and in flight: their pages may be fetched again),
+        the completions not sent (dropped, their pages fetched again rather than their links
+        lost), and what this worker remembers of admitted links (the shared seen set decides
+        again)."""
+        waiting = len(self._ready) + len(self._parked)
+        in_flight = len(self._held) - waiting
+        self._ready.clear()
+        self._parked.clear()
+        self._states.clear()
+        self._held.clear()
+        self._stat("frontier/redis/restarts", 1)
+        if waiting:
+            self._stat("frontier/redis/leases_fenced", waiting)
+        again = dropped + max(0, in_flight)
+        if again:
+            self._stat("frontier/redis/refetched_after_restart", again)
+        logger.warning("Redis frontier: the Redis server restarted or failed over since the "
+                       "last exchange and may have lost writes it had acknowledged; this worker "
+                       "let go of its leases and forgets the links it admitted lately (up to %d "
+                       "pages may be fetched again)", again)
+        if self.hooks is not None:
+            self.hooks.lost_writes()
+
     def _complete_one(self, entry_id: int) -> None:
         key = self._held.pop(entry_id, None)
         if key is not None:
@@ -592,6 +619,17 @@ class RedisFrontier:
         claims of those pushes: on a cluster one pipeline reaches the nodes one by one, and a
         completion (or a claim's end) sent beside the push of the page's links could be
         applied, and the links lost, with a kill between two nodes."""
+        # a server restarted or failed over since the last exchange may have lost writes it
+        # had acknowledged: completions and claims' ends of those days are not sent
+        identity = server_identity(self.redis, self._tags)
+        restarted = self._identity is not None and identity != self._identity
+        self._identity = identity
+        dropped = 0
+        if restarted:
+            dropped = sum(len(op.done) for op in ops.values())
+            for op in ops.values():
+                op.done = []
+            counts = {**counts, "confirm": []}
         commands = 0  # in the pipeline below
         seen_commands = 0
         filtered = 0
@@ -644,7 +682,8 @@ class RedisFrontier:
                                "remote": {}, "seeds": [], "seeds_waiting": None,
                                "failed": {}, "error": None, "over": 0, "pover": 0,
                                "promoted": 0, "confirm": [], "done_back": [],
-                               "lagging": lagging}
+                               "lagging": lagging, "restarted": restarted,
+                               "dropped": dropped}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
                 out["failed"][n] = ops.get(n) or _Ops()
@@ -726,6 +765,8 @@ class RedisFrontier:
         self._fence.answered(out["answered"], out["sent_at"])
         self._requeue(out["failed"])
         self._settle(out)
+        if out["restarted"]:
+            self._after_restart(out["dropped"])
         if out["error"]:
             self._stat("frontier/redis/errors", 1)
             self._health.failed("frontier exchange", out["error"])

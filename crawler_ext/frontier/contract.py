@@ -48,6 +48,9 @@ class FrontierHooks(Protocol):
     def trap_pattern(self, url: str) -> tuple[str, bool]:
         """``url``'s host and URL pattern (one string), and whether this process' evidence
         says the pattern is a trap (the shared frontier holds trap patterns to their cap)."""
+    def lost_writes(self) -> None:
+        """The shared store restarted or failed over and may lack writes it acknowledged:
+        forget what this process remembers of admitted links (the shared seen set decides)."""
 
 
 class FrontierBackend(Protocol):

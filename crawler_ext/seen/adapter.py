@@ -59,6 +59,9 @@ class DupeFilterSeenSet:
     def log(self, request: Request, spider: Any) -> None:
         self.dupefilter.log(request, spider)
 
+    def forget(self) -> None:
+        pass  # a dupefilter of Scrapy's interface cannot
+
     def flush(self) -> None:
         pass
 

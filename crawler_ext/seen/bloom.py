@@ -212,6 +212,10 @@ class BloomDupeFilter:
             counts.inc("dupefilter/filtered")
         return seen
 
+    def forget(self) -> None:
+        """An empty filter (the exact store, the truth on disk, is kept)."""
+        self.bloom = self._new()
+
     def confirm(self, fps: list[int]) -> list[bool]:
         """Exact mode: for each "maybe seen" fingerprint, whether it really was (one batched
         query for all)."""

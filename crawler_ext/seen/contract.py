@@ -35,6 +35,9 @@ class SeenSet(Protocol):
         """For each :data:`MAYBE` fingerprint, whether it really was seen (one batch)."""
     def log(self, request: Request, spider: Any) -> None:
         """A request was filtered as a duplicate (Scrapy's dupefilter ``log``)."""
+    def forget(self) -> None:
+        """Forget the fingerprints seen so far, where the set can (a shared frontier's store
+        lost writes; its own seen set decides)."""
 
     def flush(self) -> None:
         """Commit additions (called after the frontier journal's commit, never before)."""

@@ -53,6 +53,11 @@ class SharedHooks:
     def trap_pattern(self, url: str) -> tuple[str, bool]:
         return self.intake.trap_pattern(url)
 
+    def lost_writes(self) -> None:
+        """Redis restarted or failed over: links remembered here as admitted may be lost
+        there; they are checked against the shared seen set again."""
+        self.intake.forget_seen()
+
     def keep_waiting(self, spider: Any = None) -> None:
         """``spider_idle`` of a crawl that waits for seeds pushed from outside."""
         raise DontCloseSpider("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS: waiting for new seeds")

@@ -101,6 +101,12 @@ class Intake:
         """A parameter was learned irrelevant: spellings get other canonical forms."""
         self.known.clear()
 
+    def forget_seen(self) -> None:
+        """The shared store lost writes: forget the known spellings and the local seen set
+        (the shared seen set, checked at the push, decides alone)."""
+        self.known.clear()
+        self.seen.forget()
+
     def _wake_now(self) -> None:
         now = self.clock()
         self._wake(now, now)
