@@ -27,6 +27,7 @@ from conftest import ROOT
 
 from testweb import TestWebServer, politeness_violations, read_log
 from testweb.netlab import Host, NetLab, lab_unavailable
+from testweb.rediscluster import RedisClusterServer, cluster_available
 
 LEASE_TTL = 3.0
 DELAY = 1.0
@@ -309,3 +310,45 @@ def test_a_nemesis_against_two_workers_and_one_redis(lab: NetLab, tmp_path: Path
     # w0: its partition, Redis's and the crash; w1: those two, its stall's timed-out
     # exchanges and its lossy link's dropped connections
     campaign.check([3, 3 + 1 + dropped[1]])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_nemesis_against_two_workers_and_a_redis_cluster(lab: NetLab,
+                                                           tmp_path: Path) -> None:
+    """3 primaries + 3 replicas, each node on a host of its own.  Beside the worker faults,
+    a primary is first cut off from its replica (it still answers the workers: its writes
+    are acknowledged but not replicated, WAIT says so), then from everyone while the replica
+    comes back: the replica is promoted without those writes, and the old primary, healed,
+    becomes its replica and drops them."""
+    if not cluster_available():
+        pytest.skip("redis-server/redis-cli not installed")
+    campaign = Campaign(lab, tmp_path)
+    nodes = [lab.add(f"r{n}", ("db",)) for n in range(6)]
+    cluster = RedisClusterServer(tmp_path / "cluster", hosts=nodes)
+    try:
+        cluster.start()
+        primary = cluster.primary_ports()[0]
+        replica = cluster.replica_of(primary)
+
+        def partition_primary() -> None:
+            lab.cut(cluster.host(replica), "db")
+            time.sleep(2.0)  # the workers write to the primary alone
+            lab.cut(cluster.host(primary), "db")
+            lab.heal(cluster.host(replica), "db")
+
+        campaign.nemesis.fault("a primary partitioned, its replica promoted", 8.0,
+                               partition_primary,
+                               lambda: lab.heal(cluster.host(primary), "db"))
+        url = cluster.url
+        campaign.run(["--redis-url", url, "--cluster"],
+                     {"REDIS_URL": url, "CRAWLER_EXT_REDIS_CLUSTER": True})
+        promoted = replica in cluster.primary_ports()
+    finally:
+        campaign.stop()
+        cluster.stop()
+    print(f"replica promoted: {promoted}")
+    assert promoted
+    # w0: its partition and the failover; w1: the failover and its stall (a cluster's
+    # outage ends after 5 s of calm: a failover is one)
+    campaign.check([3, 3])

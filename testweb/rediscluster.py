@@ -135,6 +135,14 @@ class RedisClusterServer:
                 ports.append(int(fields[1].split("@")[0].rsplit(":", 1)[1]))
         return sorted(ports)
 
+    def replica_of(self, port: int) -> int:
+        """The port of a replica of the primary on ``port``."""
+        lines = [line.split() for line in
+                 self._cli(self.alive()[0], "cluster", "nodes").splitlines()]
+        primary = next(f[0] for f in lines if len(f) > 3 and f":{port}@" in f[1])
+        return next(int(f[1].split("@")[0].rsplit(":", 1)[1]) for f in lines
+                    if len(f) > 3 and "slave" in f[2] and f[3] == primary)
+
     def kill_primary(self, port: int | None = None) -> int:
         """kill -9 one primary (the first, or ``port``); its replica is promoted."""
         port = port if port is not None else self.primary_ports()[0]

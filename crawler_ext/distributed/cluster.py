@@ -81,7 +81,14 @@ class DirectPipeline:
         nodes, self._nodes = self._nodes, {}
         # nodes whose earlier writes no replica had acknowledged: asked again
         lagging: dict[str, Any] = self._client.__dict__.setdefault("_lagging", {})
-        nodes = {**lagging, **nodes}
+        if lagging:  # a node no longer a primary failed over: its writes are where they are
+            # (and the frontier, finding another node serving its shards, lets go of them)
+            try:
+                primaries = {node.name for node in self._client.get_primaries()}
+            except RedisError:
+                primaries = set(lagging)
+            nodes = {**{name: node for name, node in lagging.items() if name in primaries},
+                     **nodes}
         lagging.clear()
         replicas = getattr(self._client, "replicas_connected", None)
         for node in nodes.values():

@@ -232,8 +232,9 @@ class RedisFrontier:
         self._release: list[tuple[str, float | None, str, str, float]] = []
         # completed entries, sent once the pushes collected with them were answered
         self._done: list[tuple[int, str]] = []
-        self._confirm: list[int] = []  # admissions pushed: their claims in the seen set end
-        self._confirm_sent: list[int] = []  # with the running exchange
+        # admissions pushed (fingerprint, shard pushed to): their claims in the seen set end
+        self._confirm: list[tuple[int, int]] = []
+        self._confirm_sent: list[tuple[int, int]] = []  # with the running exchange
         self._look_again: list[tuple[float, Entry]] = []  # due, entry: seen, claim open
         self._running: dict[int, _Ops] = {}  # the ops of the exchange running in a thread
         self._last: dict[str, Any] | None = None  # what it answered (None: it failed)
@@ -619,17 +620,24 @@ class RedisFrontier:
         claims of those pushes: on a cluster one pipeline reaches the nodes one by one, and a
         completion (or a claim's end) sent beside the push of the page's links could be
         applied, and the links lost, with a kill between two nodes."""
+        # the fence counts from before the first command is sent (a cluster's pipeline sends
+        # each command at once), whatever comes between (a stalled process, a slow link)
+        sent_at = self._fence.now()
         # a server restarted or failed over since the last exchange may have lost writes it
         # had acknowledged: completions and claims' ends of those days are not sent
         identity = server_identity(self.redis, self._tags)
-        restarted = self._identity is not None and identity != self._identity
-        self._identity = identity
+        known, self._identity = self._identity, identity
+        changed = {n for n in range(self.shards) if known and identity[n] != known[n]}
+        restarted = bool(changed)
         dropped = 0
-        if restarted:
+        if restarted:  # (a page's links went to every shard: no completion is sure)
             dropped = sum(len(op.done) for op in ops.values())
             for op in ops.values():
                 op.done = []
-            counts = {**counts, "confirm": []}
+            # a claim stays open (another worker admits its URL again once the claim is
+            # stale) where the push may be lost
+            counts = {**counts, "confirm": [(fp, n) for fp, n in counts.get("confirm") or []
+                                            if n not in changed]}
         commands = 0  # in the pipeline below
         seen_commands = 0
         filtered = 0
@@ -671,7 +679,6 @@ class RedisFrontier:
         seeds_at = commands - 1
         # a script that fails (a cluster node failing over) fails its shard alone: its work
         # goes back to the outbox, the other shards' results count
-        sent_at = self._fence.now()
         results = pipe.execute(raise_on_error=False) if commands else []
         # a cluster node whose writes no replica holds yet (DirectPipeline.lagging)
         lagging = list(getattr(pipe, "lagging", ()))
@@ -716,12 +723,12 @@ class RedisFrontier:
             raise RuntimeError(out["error"])
         return out
 
-    def _after_pushes(self, ops: dict[int, _Ops], confirm: list[int],
+    def _after_pushes(self, ops: dict[int, _Ops], confirm: list[tuple[int, int]],
                       out: dict[str, Any]) -> None:
         """The second round trip: completions, if every shard took its pushes (else they
         wait: the page's links may be in the one that failed), and the ends of the claims of
         the admissions pushed now and before.  What fails goes with the next exchange."""
-        confirm = confirm + [to_unsigned(item.entry.fp) for n, op in ops.items()
+        confirm = confirm + [(to_unsigned(item.entry.fp), n) for n, op in ops.items()
                              if n not in out["failed"] for item in op.push
                              if item.check == _CLAIMED]
         dones = {n: op.done for n, op in ops.items() if op.done and n not in out["failed"]}
@@ -739,7 +746,8 @@ class RedisFrontier:
         for n, members in dones.items():
             self._complete(keys=[self._tags[n] + ":e"], args=[self._tags[n], *members],
                            client=pipe)
-        commands = len(dones) + (self.bloom.confirm(confirm, pipe) if self.bloom else 0)
+        commands = len(dones) + (self.bloom.confirm([fp for fp, _ in confirm], pipe)
+                                 if self.bloom else 0)
         if not commands:
             return
         try:

@@ -32,11 +32,11 @@ def _run_id(info: Any) -> str:
 
 
 def server_identity(redis: Any, tags: Sequence[str]) -> tuple[str, ...]:
-    """The run id of the server of each shard (by its hash tag); one for a single server.
+    """The run id of the server of each shard (by its hash tag).
     Raises the client's error when a server does not answer."""
     node_of = getattr(redis, "get_node_from_key", None)
     if node_of is None:  # a single server
-        return (_run_id(redis.info("server")),)
+        return (_run_id(redis.info("server")),) * len(tags)
     ids: dict[str, str] = {}
     out = []
     for tag in tags:
