@@ -175,8 +175,8 @@ def _worker(lab: NetLab, host: Host, web: TestWebServer, workdir: Path, n: int,
                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": DELAY,
                 "CRAWLER_EXT_POLITENESS_MAX_DELAY": DELAY,
                 "CRAWLER_EXT_REDIS_LEASE_TTL": LEASE_TTL,
-                # fewer slots than leased keys: a worker always holds leased entries not yet
-                # fetched, which the faults find
+                # two slots on a slow web (0.2 s a page): a worker always holds leases of
+                # entries waiting or in flight when a fault strikes
                 "CONCURRENT_REQUESTS": 2,
                 "CRAWLER_EXT_STATS_FILE": str(workdir / f"stats{n}.json")}
     cmd = [sys.executable, "-m", "scrapy", "crawl", "web"]
@@ -250,14 +250,18 @@ class Campaign:
         violations = politeness_violations(log, DELAY)
         # the fence: a worker cut off from Redis starts no fetch once its leases may have
         # expired (from a lease time after the cut until the heal); a worker stalled past
-        # its leases fetches, once resumed, nothing it leased before the stall (which another
-        # worker fetches too once the lease expired: a URL fetched twice)
+        # its leases fetches, once resumed, nothing it leased before the stall, which another
+        # worker took once the lease could have expired (a fetch by another worker while the
+        # lease still held was of another entry of the URL: a reclaimed admission's)
         cut, healed = self.nemesis.windows["w0 partitioned from Redis"]
         late = [e for e in log if e.client == self.hosts[0].addresses["web"]
                 and cut + LEASE_TTL < e.start < healed]
         stopped, resumed = self.nemesis.windows["w1 stalled"]
-        stale = [e for e in log if e.client == self.hosts[1].addresses["web"]
-                 and resumed <= e.start < resumed + 1.0 and fetched[(e.host, e.path)] > 1]
+        w1 = self.hosts[1].addresses["web"]
+        taken_over = {(e.host, e.path) for e in log if e.client != w1
+                      and stopped + LEASE_TTL / 2 <= e.start < resumed}
+        stale = [e for e in log if e.client == w1 and resumed <= e.start < resumed + 1.0
+                 and (e.host, e.path) in taken_over]
         print(f"\nnemesis (seed 41): {', '.join(self.nemesis.done)}; faults for "
               f"{self.ended - self.started:.0f} s, crawl ended "
               f"{max(e.end for e in log) - self.ended:.0f} s later\n"
