@@ -293,6 +293,29 @@ def test_a_worker_cut_off_from_redis_lets_its_leases_go_unfetched(redis) -> None
     assert sorted(e.key for e in _exchange(b)) == ["h1", "h2"]
 
 
+def test_a_parked_key_waits_in_redis_and_holds_no_crawl_open(redis) -> None:
+    """robots.txt of a host failed: the key goes back to Redis parked until the retry; no
+    worker takes it before, and its entries do not count as work that keeps a crawl open."""
+    a, b = _frontier(redis), _frontier(redis)
+    for f in (a, b):
+        f.open()
+    a.add([_entry("h1", 1), _entry("h1", 2), _entry("h2", 1)])
+    _exchange(a)
+    now = time.time()
+    gate = lambda entry, at: (a.park(entry.key, at + 30.0), at + 30.0)[1] \
+        if entry.key == "h1" else entry
+    got = a.next(now, gate)
+    assert got is not None and got.key == "h2" and a.next(now, gate) is None
+    a.done(got, Outcome(200, 0.01), time.time())
+    a.complete([got.id])
+    _exchange(a)
+    _exchange(b)
+    assert _exchange(b) == []  # h1 waits 30 s, for every worker
+    assert a._remote == 2 and a.parked_pending(time.time()) == 2
+    assert a.pending() == a.parked_pending(time.time())  # nothing else: the crawl may end
+    assert set(a.parked) == {"h1"}
+
+
 class _Evidence:
     """A worker's trap evidence, as the scheduler answers the shared frontier."""
 

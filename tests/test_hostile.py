@@ -156,6 +156,30 @@ def test_a_host_whose_robots_txt_answers_503_does_not_hold_a_finished_crawl(
 
 
 @pytest.mark.slow
+def test_a_parked_host_does_not_hold_a_redis_crawl_either(hostile, tmp_path: Path) -> None:
+    """The same with the Redis frontier: the key waits in Redis, parked, for every worker;
+    the crawl finishes without it and its URL stays queued there."""
+    redis_lib = pytest.importorskip("redis")
+    client = redis_lib.Redis.from_url("redis://127.0.0.1:6379/9")
+    client.flushdb()
+    try:
+        result = crawl(hostile, tmp_path, ["robots503", "normal"],
+                       CRAWLER_EXT_ROBOTS_RETRY_BASE=60, CRAWLER_EXT_FRONTIER_BACKEND="redis",
+                       REDIS_URL="redis://127.0.0.1:6379/9")
+        assert result.returncode == 0, result.output[-3000:]
+        assert result.stat("finish_reason") == "finished"
+        assert result.stat("elapsed_time_seconds") < 30
+        assert [e.path for e in read_log(hostile.log_path)
+                if e.host.startswith("robots503.")] == ["/robots.txt"]
+        assert result.stat("robots/parked") >= 1
+        assert result.stat("frontier/parked_pending") >= 1
+        queued = [k for k in client.scan_iter(match="*:q:robots503*")]
+        assert queued and all(client.zcard(k) >= 1 for k in queued)  # kept for a next run
+    finally:
+        client.flushdb()
+
+
+@pytest.mark.slow
 def test_cookies_use_the_bundled_public_suffix_list(hostile, tmp_path: Path) -> None:
     # outbound connections to anything but loopback are recorded by a sitecustomize hook;
     # tldextract would try to download the Public Suffix List on the first cookie

@@ -25,6 +25,8 @@ script touches one Redis Cluster slot.  Per shard:
 ``{P:sN}:budget``           host -> URLs admitted (``CRAWLER_EXT_HOST_PAGE_BUDGET``)
 ``{P:sN}:pcap``             host and URL pattern -> URLs admitted
                             (``CRAWLER_EXT_HOST_PATTERN_CAP``, held once a pattern is a trap)
+``{P:sN}:pk``               parked keys -> until when (robots.txt failed: their entries
+                            wait for its retry and do not hold the crawl open)
 ==========================  ======================================================
 
 One Lua script per shard does a worker's whole exchange at once, atomically: push admitted
@@ -211,7 +213,9 @@ class RedisFrontier:
         self.pattern_cap = pattern_cap  # CRAWLER_EXT_HOST_PATTERN_CAP, held across workers
         self.refresh_share = refresh_share  # CRAWLER_EXT_RECRAWL_SHARE, per key, in Redis
         self.max_in_flight = 1  # a leased key is fetched by one worker, one request at a time
-        self.parked: dict[str, float] = {}  # the shared frontier does not park (yet)
+        self.parked: dict[str, float] = {}  # keys this worker parked -> until (for reports)
+        self._parking: set[str] = set()  # parked, their release not yet sent
+        self._remote_parked = 0  # entries of parked keys in Redis (all workers')
         # who holds a lease, as `status` shows it: host, process, and a nonce for restarts
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stat = on_stat or (lambda name, value: None)
@@ -349,12 +353,20 @@ class RedisFrontier:
         self._states[key][1][origin] = [status, now, body.decode("latin-1")]
 
     def parked_pending(self, now: float) -> int:
-        """Parking is per worker's frontier; the shared frontier does not park (yet)."""
-        return 0
+        """Entries of parked keys in Redis, parked by any worker, whose time has not come
+        (as the last exchange counted them): kept, but a crawl with nothing else to do
+        finishes without them."""
+        for key, until in list(self.parked.items()):
+            if until <= now:
+                del self.parked[key]
+        return self._remote_parked
 
     def park(self, key: str, until: float) -> None:
-        """Not parked: the key goes back to Redis with its wait, which every worker
-        honours, and the crawl waits for it (parking across workers is not built yet)."""
+        """The key goes back to Redis with its wait (the release that follows), marked
+        parked there until ``until``: every worker honours the wait, none waits for it."""
+        if until > self.parked.get(key, 0.0):
+            self.parked[key] = until
+        self._parking.add(key)
 
     def pending(self) -> int:
         local = (len(self._outbox) + len(self._ready) + len(self._parked) +
@@ -551,6 +563,9 @@ class RedisFrontier:
         for key, delay, state, back, since in self._release:
             # the delay counts from the response; what is left of it from now on
             left = "" if delay is None else repr(round(max(0.0, delay - (now - since)), 3))
+            if key in self._parking:
+                self._parking.discard(key)
+                left = "P" + left if left else left  # parked in Redis until then
             shard(key).release += [key, left, state, back]
         self._release = []
         for entry_id, key in self._done:
@@ -689,7 +704,7 @@ class RedisFrontier:
                                "remote": {}, "seeds": [], "seeds_waiting": None,
                                "failed": {}, "error": None, "over": 0, "pover": 0,
                                "promoted": 0, "confirm": [], "done_back": [],
-                               "lagging": lagging, "restarted": restarted,
+                               "lagging": lagging, "restarted": restarted, "parked": {},
                                "dropped": dropped}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
@@ -698,7 +713,8 @@ class RedisFrontier:
                 out["pushed"] -= len(out["failed"][n].push)
                 continue
             out["answered"].append(n)
-            outstanding, expired, lost, taken, over, pover, promoted = result
+            outstanding, expired, lost, taken, over, pover, promoted, parked = result
+            out["parked"][n] = int(parked)
             out["promoted"] += int(promoted)
             out["over"] += int(over)
             out["pover"] += int(pover)
@@ -815,6 +831,7 @@ class RedisFrontier:
         remote = out["remote"]
         if remote is not None and len(remote) == self.shards:
             self._remote = sum(remote.values())
+            self._remote_parked = sum(out["parked"].values())
         if out["seeds_waiting"] is not None:
             self._seeds_waiting = out["seeds_waiting"]
         for key, entry_id, blob, state_blob, discovery in out["taken"]:
@@ -858,6 +875,9 @@ class RedisFrontier:
             now = time.time()
             for i in range(0, len(op.release), 4):
                 key, left, blob, back = op.release[i:i + 4]
+                if left.startswith("P"):
+                    self._parking.add(key)
+                    left = left[1:]
                 self._release.append((key, float(left) if left else None, blob, back, now))
             for key, fp, band in op.promote:
                 self._promotions.append((key, to_signed(_FP.unpack(fp)[0]), band))

@@ -60,3 +60,14 @@ local function unlock(P, key)
   redis.call('ZREM', P..':lk', key); redis.call('HDEL', P..':lo', key)
   redis.call('HDEL', P..':hb', key)
 end
+
+-- entries queued for parked keys (robots.txt failed: they wait for its retry, and the crawl
+-- does not wait for them); keys whose time has come count again
+local function parked_entries(P, now)
+  redis.call('ZREMRANGEBYSCORE', P..':pk', '-inf', now)
+  local n = 0
+  for _, key in ipairs(redis.call('ZRANGE', P..':pk', 0, 999)) do
+    n = n + redis.call('ZCARD', P..':q:'..key) + redis.call('ZCARD', P..':f:'..key)
+  end
+  return n
+end

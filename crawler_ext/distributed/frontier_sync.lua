@@ -54,17 +54,21 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':d', '-inf', now, 'LIMIT', 0,
   requeue(P, string.sub(m, 1, sep - 1), key)
   ready(P, key)
 end
--- keys released: [key, delay or '', state or '', ids to requeue (comma-separated)]
+-- keys released: [key, delay or '' (prefixed 'P': the key is parked until then), state or
+-- '', ids to requeue (comma-separated)]
 local lost = 0
 for _ = 1, n_rel do
   local key, delay, state, back = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   i = i + 4
+  local parked = string.sub(delay, 1, 1) == 'P'
+  if parked then delay = string.sub(delay, 2) end
   if redis.call('HGET', P..':lo', key) == worker then
     for id in string.gmatch(back, '[^,]+') do
       redis.call('ZREM', P..':ls', id..'|'..key)
       requeue(P, id, key)
     end
     if delay ~= '' then redis.call('HSET', P..':na', key, now + tonumber(delay)) end
+    if parked and delay ~= '' then redis.call('ZADD', P..':pk', now + tonumber(delay), key) end
     if state ~= '' then redis.call('HSET', P..':hs', key, state) end
     unlock(P, key)
     ready(P, key)
@@ -167,4 +171,5 @@ for pass = 1, 2 do
   end
  end
 end
-return {redis.call('HLEN', P..':e'), expired, lost, out, over, pover, promoted}
+return {redis.call('HLEN', P..':e'), expired, lost, out, over, pover, promoted,
+        parked_entries(P, now)}
