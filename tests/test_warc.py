@@ -307,3 +307,29 @@ def test_a_write_error_in_the_thread_reaches_the_caller_once(tmp_path: Path) -> 
             with pytest.raises(OSError, match="No space"):
                 writer.close()
         assert list((tmp_path / check).glob("*.open"))  # left for the next start to recover
+
+
+def test_the_index_of_an_open_warc_file_waits_on_disk_and_closes_sorted(tmp_path: Path,
+                                                                        monkeypatch) -> None:
+    """The open file's CDXJ lines go to sorted run files (here every 3 lines), merged into
+    the file's index at close; a crash's run files are removed by the recovery."""
+    import random
+
+    from crawler_ext.warc.spool import IndexSpool, remove_runs
+
+    monkeypatch.setattr(IndexSpool, "RUN", 3)
+    lines = [f"com,example)/p{n:03d} 20260101000000 {{}}" for n in range(20)]
+    shuffled = lines[:]
+    random.Random(7).shuffle(shuffled)
+    spool = IndexSpool(tmp_path, "a.warc.gz")
+    for line in shuffled:
+        spool.add(line)
+    assert len(list(tmp_path.glob(".a.warc.gz.cdxj.run-*"))) == 6  # 18 lines on disk
+    spool.write_sorted(tmp_path / "a.cdxj")
+    assert (tmp_path / "a.cdxj").read_text().splitlines() == lines
+    assert list(tmp_path.glob(".*run-*")) == []
+    left = IndexSpool(tmp_path, "b.warc.gz")  # a crash before close
+    for line in shuffled:
+        left.add(line)
+    remove_runs(tmp_path)
+    assert list(tmp_path.glob(".*run-*")) == []

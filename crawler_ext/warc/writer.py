@@ -31,6 +31,7 @@ from warcio.timeutils import iso_date_to_timestamp
 from warcio.warcwriter import WARCWriter
 
 from crawler_ext.warc.cdxj import cdxj_line
+from crawler_ext.warc.spool import IndexSpool, remove_runs
 
 __all__ = ["WarcFileWriter", "recover"]
 
@@ -93,6 +94,7 @@ def complete_length(path: Path) -> int:
 def recover(directory: Path) -> list[Path]:
     """Close WARC files a crash left ``.open``: cut off a partial last record, index the rest."""
     closed = []
+    remove_runs(directory)  # the torn file's index is built again from its records
     for path in sorted(directory.glob("*.warc.gz.open")):
         final = path.with_suffix("")  # drops ".open"
         size, good_end = path.stat().st_size, complete_length(path)
@@ -137,7 +139,7 @@ class WarcFileWriter:
         self._file: BinaryIO | None = None
         self._path: Path | None = None
         self._size = 0
-        self._index_lines: list[str] = []
+        self._index: IndexSpool | None = None  # the open file's index lines
         self._buffer = io.BytesIO()
         # records are serialised uncompressed into the buffer, then gzipped as one member
         self._builder = WARCWriter(self._buffer, gzip=False, warc_version="1.1")
@@ -169,6 +171,7 @@ class WarcFileWriter:
         name = f"{self.prefix}-{self.clock()}-{next(self._serial):05d}-{self.hostname}.warc.gz"
         self._path = self.directory / (name + ".open")
         self._file = open(self._path, "wb", buffering=1 << 20)  # noqa: SIM115
+        self._index = IndexSpool(self.directory, name)
         self._size = 0
         info = {"software": "crawler_ext (Scrapy)", "format": "WARC File Format 1.1",
                 "hostname": self.hostname, **self.info}
@@ -216,7 +219,8 @@ class WarcFileWriter:
         filename = self._path.name[:-len(".open")]
         if record.rec_type in INDEXED_TYPES:
             url, ts, fields = _index_fields(record, filename, offset, len(data))
-            self._index_lines.append(cdxj_line(url, ts, fields))
+            assert self._index is not None
+            self._index.add(cdxj_line(url, ts, fields))
         if self._size >= self.max_size:
             self.close_file()
         elif time.monotonic() - self._last_flush > 1.0:
@@ -245,20 +249,21 @@ class WarcFileWriter:
                 self._file.close()
             except OSError:
                 pass
-            self._file, self._path, self._index_lines = None, None, []
+            self._file, self._path = None, None
             return
         try:
             self._file.close()
         except OSError as exc:
             self.broken = exc
-            self._file, self._path, self._index_lines = None, None, []
+            self._file, self._path = None, None
             raise
         final = self._path.with_suffix("")
         os.replace(self._path, final)
         index = final.with_name(final.name[:-len(".warc.gz")] + ".cdxj")
-        index.write_text("".join(sorted(line + "\n" for line in self._index_lines)))
+        assert self._index is not None
+        self._index.write_sorted(index)
         self.files.append(final)
-        self._file, self._path, self._index_lines = None, None, []
+        self._file, self._path, self._index = None, None, None
 
     def close(self) -> None:
         self.close_file()
