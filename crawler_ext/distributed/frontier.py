@@ -639,7 +639,7 @@ class RedisFrontier:
         # each command at once), whatever comes between (a stalled process, a slow link)
         sent_at = self._fence.now()
         # a server restarted or failed over since the last exchange may have lost writes it
-        # had acknowledged: completions and claims' ends of those days are not sent
+        # had acknowledged: the completions and claims' ends from before are not sent
         identity = server_identity(self.redis, self._tags)
         known, self._identity = self._identity, identity
         changed = {n for n in range(self.shards) if known and identity[n] != known[n]}
@@ -697,7 +697,8 @@ class RedisFrontier:
         results = pipe.execute(raise_on_error=False) if commands else []
         # a cluster node whose writes no replica holds yet (DirectPipeline.lagging)
         lagging = list(getattr(pipe, "lagging", ()))
-        out: dict[str, Any] = {"sent_at": sent_at, "answered": [],"taken": [], "expired": 0, "lost": 0, "filtered": filtered,
+        out: dict[str, Any] = {"sent_at": sent_at, "answered": [], "taken": [], "expired": 0,
+                               "lost": 0, "filtered": filtered,
                                "pushed": len(pushes) - filtered - len(wait),
                                "reclaimed": reclaimed, "wait": wait,
                                "commands": commands + seen_commands,
