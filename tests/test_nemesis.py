@@ -11,6 +11,7 @@ Needs root (``ip netns``); every Redis here is the test's own, never the machine
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -45,25 +46,50 @@ def lab():
         yield made
 
 
-class Proxy:
-    """The fault proxy on a worker's host, between the worker and Redis."""
+class Link:
+    """A worker's link to Redis through fault proxies on the worker's host: one per Redis
+    node, each listening on the worker's loopback at the node's port."""
 
-    def __init__(self, lab: NetLab, host: Host, target: str, seed: int) -> None:
-        self.proc = lab.popen(host, [sys.executable, "-m", "testweb.faultproxy", "--listen",
-                                     "127.0.0.1:6379", "--to", target, "--seed", str(seed)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              cwd=ROOT)
-        line = self.proc.stdout.readline()
-        assert line.startswith("READY"), line
+    def __init__(self, lab: NetLab, host: Host, targets: list[tuple[str, int]],
+                 seed: int) -> None:
+        self.procs = []
+        for n, (address, port) in enumerate(targets):
+            proc = lab.popen(host, [sys.executable, "-m", "testweb.faultproxy", "--listen",
+                                    f"127.0.0.1:{port}", "--to", f"{address}:{port}", "--seed",
+                                    str(seed * 100 + n)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            self.procs.append(proc)
+            line = proc.stdout.readline()
+            assert line.startswith("READY"), line
 
-    def send(self, command: str) -> None:
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
+    def send(self, *commands: str) -> None:
+        for proc in self.procs:
+            for command in commands:
+                proc.stdin.write(command + "\n")
+            proc.stdin.flush()
 
     def close(self) -> int:
-        """Stop; the number of connections it dropped."""
-        out, _ = self.proc.communicate(timeout=10)
-        return int(out.split()[-1]) if out.startswith("DROPPED") else 0
+        """Stop; the number of connections dropped."""
+        dropped = 0
+        for proc in self.procs:
+            out, _ = proc.communicate(timeout=10)
+            dropped += int(out.split()[-1]) if out.startswith("DROPPED") else 0
+        return dropped
+
+
+#: a worker's cluster client reaches every node through its link's proxies (on loopback,
+#: at the node's port): the test's stand-in for a slow network between them
+REMAP = """
+import crawler_ext.distributed.cluster as cluster
+
+_init = cluster.ClusterClient.__init__
+
+def _remapped(self, *args, **kwargs):
+    kwargs.setdefault("address_remap", lambda address: ("127.0.0.1", address[1]))
+    _init(self, *args, **kwargs)
+
+cluster.ClusterClient.__init__ = _remapped
+"""
 
 
 class Nemesis:
@@ -166,7 +192,7 @@ class LabRedis:
 
 
 def _worker(lab: NetLab, host: Host, web: TestWebServer, workdir: Path, n: int,
-            redis: dict[str, Any]) -> subprocess.Popen:
+            redis: dict[str, Any], pythonpath: str) -> subprocess.Popen:
     settings = {"CRAWLER_EXT_FRONTIER_BACKEND": "redis", **redis,
                 "REDIS_PARAMS": '{"socket_timeout": 2, "socket_connect_timeout": 2}',
                 "CRAWLER_EXT_HOSTS": web.hosts_setting,
@@ -183,7 +209,8 @@ def _worker(lab: NetLab, host: Host, web: TestWebServer, workdir: Path, n: int,
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     log = (workdir / f"worker{n}.log").open("w")
-    return lab.popen(host, cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    return lab.popen(host, cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                     env=dict(os.environ, PYTHONPATH=pythonpath))
 
 
 class Campaign:
@@ -193,28 +220,38 @@ class Campaign:
         self.lab, self.dir = lab, tmp_path
         self.web_host = lab.add("web", ("web",))
         self.hosts = [lab.add(f"w{n}", ("web", "db")) for n in range(2)]
-        self.web = TestWebServer(hosts=16, pages=16, hazards=False, latency=0.2,
+        self.web = TestWebServer(hosts=16, pages=24, hazards=False, latency=0.2,
                                  workdir=tmp_path / "web", address=self.web_host.addresses["web"],
                                  netns=self.web_host.netns)
         self.workers: list[subprocess.Popen] = []
         self.nemesis = Nemesis(seed=41)
 
-    def run(self, redis_cli: list[str], redis: dict[str, Any]) -> None:
-        """Push the seeds, start the workers, let the nemesis loose once the crawl is under
-        way, and wait for the workers to end by themselves."""
+    def run(self, redis_cli: list[str], redis: list[dict[str, Any]], link: Link,
+            remap: bool = False) -> None:
+        """Push the seeds, start the workers (``redis``: each one's settings; ``link``: worker
+        1's proxies; ``remap``: its cluster client goes through them), let the nemesis loose
+        once the crawl is under way, and wait for the workers to end by themselves."""
         self.web.start()
         pushed = subprocess.run([*self.hosts[0].exec(), sys.executable, "-m",
                                  "crawler_ext.distributed", *redis_cli, "push-seeds",
                                  str(self.web.seeds_path)], capture_output=True, text=True,
                                 cwd=ROOT)
         assert pushed.returncode == 0, pushed.stderr
-        self.workers = [_worker(self.lab, host, self.web, self.dir, n, redis)
+        shim = self.dir / "remap"
+        shim.mkdir()
+        (shim / "sitecustomize.py").write_text(REMAP)
+        self.workers = [_worker(self.lab, host, self.web, self.dir, n, redis[n],
+                                f"{shim}{os.pathsep}{ROOT}" if remap and n == 1 else str(ROOT))
                         for n, host in enumerate(self.hosts)]
         deadline = time.time() + 60
         while len(read_log(self.web.log_path)) < 40 and time.time() < deadline:
             time.sleep(0.1)
         # faults every campaign has: a worker cut off from Redis (not from the web) past its
-        # leases, and a worker stalled past its leases
+        # leases, a worker stalled past its leases, and a slow, lossy link between a worker
+        # and Redis
+        self.nemesis.fault("w1's Redis link slow and lossy", 8.0,
+                           lambda: link.send("latency 0.3", "drop 0.05"),
+                           lambda: link.send("clear"))
         self.nemesis.fault("w0 partitioned from Redis", 2 * LEASE_TTL,
                            lambda: self.lab.cut(self.hosts[0], "db"),
                            lambda: self.lab.heal(self.hosts[0], "db"))
@@ -289,25 +326,22 @@ def test_a_nemesis_against_two_workers_and_one_redis(lab: NetLab, tmp_path: Path
     campaign = Campaign(lab, tmp_path)
     redis_host = lab.add("redis", ("db",))
     redis = LabRedis(lab, redis_host, tmp_path / "redis")
-    proxies: list[Proxy] = []
+    links: list[Link] = []
     try:
-        proxies = [Proxy(lab, host, f"{redis.address}:6379", seed=n)
-                   for n, host in enumerate(campaign.hosts)]
+        links = [Link(lab, host, [(redis.address, 6379)], seed=n)
+                 for n, host in enumerate(campaign.hosts)]
         nemesis = campaign.nemesis
         # Redis cut off from every worker
         nemesis.fault("Redis partitioned", 2 * LEASE_TTL,
                       lambda: lab.cut(redis_host, "db"), lambda: lab.heal(redis_host, "db"))
         # Redis's machine crashes: the AOF loses its last second (appendfsync everysec)
         nemesis.fault("Redis crashed", 3.0, redis.crash, redis.restart)
-        # a slow, lossy link between worker 1 and Redis
-        nemesis.fault("w1's Redis link slow and lossy", 8.0,
-                      lambda: (proxies[1].send("latency 0.3"), proxies[1].send("drop 0.05")),
-                      lambda: proxies[1].send("clear"))
         campaign.run(["--redis-url", f"redis://{redis.address}:6379/0"],
-                     {"REDIS_URL": "redis://127.0.0.1:6379/0"})  # through the fault proxy
+                     [{"REDIS_URL": "redis://127.0.0.1:6379/0"}] * 2,  # through the proxies
+                     links[1])
     finally:
         campaign.stop()
-        dropped = [p.close() for p in proxies]
+        dropped = [link.close() for link in links]
         redis.stop()
     print(f"AOF bytes lost in the crash {redis.lost}; connections dropped {dropped}")
     assert redis.lost > 0
@@ -330,8 +364,11 @@ def test_a_nemesis_against_two_workers_and_a_redis_cluster(lab: NetLab,
     campaign = Campaign(lab, tmp_path)
     nodes = [lab.add(f"r{n}", ("db",)) for n in range(6)]
     cluster = RedisClusterServer(tmp_path / "cluster", hosts=nodes)
+    link = None
     try:
         cluster.start()
+        link = Link(lab, campaign.hosts[1], [(cluster.address(p), p) for p in cluster.ports],
+                    seed=1)
         primary = cluster.primary_ports()[0]
         replica = cluster.replica_of(primary)
 
@@ -346,13 +383,16 @@ def test_a_nemesis_against_two_workers_and_a_redis_cluster(lab: NetLab,
                                lambda: lab.heal(cluster.host(primary), "db"))
         url = cluster.url
         campaign.run(["--redis-url", url, "--cluster"],
-                     {"REDIS_URL": url, "CRAWLER_EXT_REDIS_CLUSTER": True})
+                     [{"REDIS_URL": url, "CRAWLER_EXT_REDIS_CLUSTER": True},
+                      {"REDIS_URL": f"redis://127.0.0.1:{cluster.ports[0]}",
+                       "CRAWLER_EXT_REDIS_CLUSTER": True}], link, remap=True)
         promoted = replica in cluster.primary_ports()
     finally:
         campaign.stop()
+        dropped = link.close() if link is not None else 0
         cluster.stop()
-    print(f"replica promoted: {promoted}")
+    print(f"replica promoted: {promoted}; connections dropped on w1's link {dropped}")
     assert promoted
-    # w0: its partition and the failover; w1: the failover and its stall (a cluster's
-    # outage ends after 5 s of calm: a failover is one)
-    campaign.check([3, 3])
+    # w0: its partition and the failover; w1: the failover, its stall and its lossy link's
+    # dropped connections (a cluster's outage ends after 5 s of calm: a failover is one)
+    campaign.check([3, 3 + dropped])
