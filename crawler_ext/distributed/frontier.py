@@ -172,6 +172,7 @@ class RedisFrontier:
     """A worker's view of the shared frontier: the :class:`Frontier` interface over Redis."""
 
     ROBOTS_SHARE_LIMIT = 64 * 1024  # robots.txt bodies larger than this are not shared
+    ID_JUMP = 1 << 24  # entry ids skipped after a restart or failover (see _skip_ids)
     IDLE_POLL = 0.5  # seconds between polls while there is nothing to send or take
 
     def __init__(
@@ -323,6 +324,8 @@ class RedisFrontier:
     def done(self, entry: Entry, outcome: Outcome, now: float) -> float:
         state = self._states[entry.key][0] if entry.key in self._states else HostState()
         delay = self.policy.update(state, outcome, now)
+        if entry.key not in self._states:  # let go (a restart): the key is not ours to free
+            return delay
         parked = self._parked.pop(entry.key, None)
         if parked is not None:  # its robots.txt arrived: the entry goes after the delay
             heapq.heappush(self._ready, (now + delay, next(self._seq), parked))
@@ -332,6 +335,8 @@ class RedisFrontier:
 
     def release(self, entry: Entry, now: float) -> None:
         """Dropped before the network: free the key, its next allowed time unchanged."""
+        if entry.key not in self._states:  # let go (a restart): the key is not ours to free
+            return
         parked = self._parked.pop(entry.key, None)
         self._release_key(entry.key, None, requeue=parked.id if parked else 0)
 
@@ -492,6 +497,7 @@ class RedisFrontier:
         again)."""
         waiting = len(self._ready) + len(self._parked)
         in_flight = len(self._held) - waiting
+        self._release.clear()  # keys (and entries to requeue) leased from before: not ours
         self._ready.clear()
         self._parked.clear()
         self._states.clear()
@@ -646,6 +652,7 @@ class RedisFrontier:
         restarted = bool(changed)
         dropped = 0
         if restarted:  # (a page's links went to every shard: no completion is sure)
+            self._skip_ids(changed)
             dropped = sum(len(op.done) for op in ops.values())
             for op in ops.values():
                 op.done = []
@@ -728,7 +735,21 @@ class RedisFrontier:
                 rid = int(taken[i + 1])
                 out["taken"].append((key, rid * self.shards + n, taken[i + 2], taken[i + 3],
                                      int(taken[i + 4])))
-        self._after_pushes(ops, counts.get("confirm") or [], out)
+        # asked again before completions and claims' ends go out: a failover (or restart)
+        # during this exchange, which the client rode out by itself, moved its pushes
+        again = server_identity(self.redis, self._tags)
+        moved = {n for n in range(self.shards) if again[n] != identity[n]}
+        confirm = counts.get("confirm") or []
+        if moved:
+            self._skip_ids(moved)
+            self._identity = again
+            out["restarted"] = True
+            out["dropped"] += sum(len(op.done) for op in ops.values())
+            for op in ops.values():
+                op.done = []
+            confirm = [(fp, n) for fp, n in confirm if n not in moved]
+        out["moved"] = moved
+        self._after_pushes(ops, confirm, out)
         if counts.get("seeds") and not isinstance(results[seeds_at], Exception):
             popped, waiting, claims = results[seeds_at]
             out["seeds"] = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s
@@ -740,14 +761,21 @@ class RedisFrontier:
             raise RuntimeError(out["error"])
         return out
 
+    def _skip_ids(self, shards: set[int]) -> None:
+        """The entry ids a server issued in the writes it lost would be issued again, and a
+        completion or lease still naming one of them would hit another entry: the counters
+        of ``shards`` jump past every id issued lately."""
+        for n in shards:
+            self.redis.incrby(f"{self._tags[n]}:id", self.ID_JUMP)
+
     def _after_pushes(self, ops: dict[int, _Ops], confirm: list[tuple[int, int]],
                       out: dict[str, Any]) -> None:
         """The second round trip: completions, if every shard took its pushes (else they
         wait: the page's links may be in the one that failed), and the ends of the claims of
         the admissions pushed now and before.  What fails goes with the next exchange."""
         confirm = confirm + [(to_unsigned(item.entry.fp), n) for n, op in ops.items()
-                             if n not in out["failed"] for item in op.push
-                             if item.check == _CLAIMED]
+                             if n not in out["failed"] and n not in out["moved"]
+                             for item in op.push if item.check == _CLAIMED]
         dones = {n: op.done for n, op in ops.items() if op.done and n not in out["failed"]}
         if out["failed"] or out["lagging"]:
             # the failed shards' completions return with their other work; and while a
