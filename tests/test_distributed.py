@@ -293,6 +293,24 @@ def test_a_worker_cut_off_from_redis_lets_its_leases_go_unfetched(redis) -> None
     assert sorted(e.key for e in _exchange(b)) == ["h1", "h2"]
 
 
+def test_a_worker_back_from_a_stall_fetches_nothing_another_took_meanwhile(redis) -> None:
+    """Stalled past its lease with an entry still in its buffer: the next exchange answers
+    (the fence holds again) and says the key is gone -- the entry is let go, not fetched."""
+    stats: dict[str, float] = {}
+    a = RedisFrontier(redis, "t", PolitenessPolicy(min_delay=0.5, max_delay=0.5), [5, 2, 1],
+                      RedisBloom(redis, "t", 10_000), shards=4, lease_ttl=2.0, buffer=8,
+                      on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
+    b = _frontier(redis, 2.0)
+    for f in (a, b):
+        f.open()
+    a.add([_entry("h1", 1)])
+    assert [e.key for e in _exchange(a)] == ["h1"]  # leased, waiting in a's buffer
+    time.sleep(2.3)  # a stalls past its lease
+    assert [e.key for e in _exchange(b)] == ["h1"]  # b takes the key over
+    _exchange(a)
+    assert a.next(time.time()) is None and stats["frontier/redis/leases_fenced"] == 1
+
+
 def test_a_parked_key_waits_in_redis_and_holds_no_crawl_open(redis) -> None:
     """robots.txt of a host failed: the key goes back to Redis parked until the retry; no
     worker takes it before, and its entries do not count as work that keeps a crawl open."""

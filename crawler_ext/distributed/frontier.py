@@ -107,7 +107,8 @@ _LUA_READY = lua("frontier_ready.lua")
 # total to take, whether to reclaim expired leases, the host budget, the pattern cap, the
 # count of promotions, the refresh share; and the sections.  Returns: outstanding
 # entries, expired leases, lost keys, taken (key, id, entry, state, new URLs still queued
-# for the key) flattened.
+# for the key) flattened, over the budget, over the pattern cap, promoted, entries of parked
+# keys, and the keys to renew whose lease had expired (gone).
 _LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
 _LUA_DONE = _LUA_READY + lua("frontier_done.lua")
 
@@ -489,6 +490,25 @@ class RedisFrontier:
             self._held.pop(parked.id, None)
         self._stat("frontier/redis/leases_fenced", 1)
 
+    def _gone(self, keys: set[str]) -> None:
+        """Keys whose lease expired in Redis while this worker held them (it was stalled or
+        cut off longer than the lease): the fence, renewed by the exchange that found this
+        out, must not cover them; their entries not yet dispatched are let go."""
+        waiting = [item for item in self._ready if item[2].key in keys]
+        if waiting:
+            self._ready = [item for item in self._ready if item[2].key not in keys]
+            heapq.heapify(self._ready)
+        for _, _, entry in waiting:
+            self._held.pop(entry.id, None)
+        for key in keys:
+            self._states.pop(key, None)
+            parked = self._parked.pop(key, None)
+            if parked is not None:
+                self._held.pop(parked.id, None)
+                waiting.append((0.0, 0, parked))
+        if waiting:
+            self._stat("frontier/redis/leases_fenced", len(waiting))
+
     def _after_restart(self, dropped: int) -> None:
         """Redis restarted (or a shard failed over) and may lack writes it acknowledged: let
         go of every lease (entries waiting and in flight: their pages may be fetched again),
@@ -713,6 +733,7 @@ class RedisFrontier:
                                "failed": {}, "error": None, "over": 0, "pover": 0,
                                "promoted": 0, "confirm": [], "done_back": [],
                                "lagging": lagging, "restarted": restarted, "parked": {},
+                               "gone": [],
                                "dropped": dropped}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
@@ -721,7 +742,8 @@ class RedisFrontier:
                 out["pushed"] -= len(out["failed"][n].push)
                 continue
             out["answered"].append(n)
-            outstanding, expired, lost, taken, over, pover, promoted, parked = result
+            outstanding, expired, lost, taken, over, pover, promoted, parked, gone = result
+            out["gone"] += [key.decode("utf-8", "surrogatepass") for key in gone]
             out["parked"][n] = int(parked)
             out["promoted"] += int(promoted)
             out["over"] += int(over)
@@ -816,6 +838,8 @@ class RedisFrontier:
         self._syncing = False
         now = time.time()
         self._fence.answered(out["answered"], out["sent_at"])
+        if out["gone"]:  # (before the entries taken now: a key may be gone and taken again)
+            self._gone(set(out["gone"]))
         self._requeue(out["failed"])
         self._settle(out)
         if out["restarted"]:

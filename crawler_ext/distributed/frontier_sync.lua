@@ -86,9 +86,12 @@ for _ = 1, n_renew do
   redis.call('ZADD', P..':ls', 'XX', now + ttl, ARGV[i])
   i = i + 1
 end
+local gone = {}  -- keys this worker believed it held, whose lease had expired
 for _ = 1, n_renew_keys do
   if redis.call('HGET', P..':lo', ARGV[i]) == worker then
     redis.call('ZADD', P..':lk', 'XX', now + ttl, ARGV[i])
+  else
+    gone[#gone + 1] = ARGV[i]
   end
   i = i + 1
 end
@@ -172,4 +175,4 @@ for pass = 1, 2 do
  end
 end
 return {redis.call('HLEN', P..':e'), expired, lost, out, over, pover, promoted,
-        parked_entries(P, now)}
+        parked_entries(P, now), gone}
