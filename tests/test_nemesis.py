@@ -303,15 +303,18 @@ class Campaign:
               f"{self.ended - self.started:.0f} s, crawl ended "
               f"{max(e.end for e in log) - self.ended:.0f} s later\n"
               f"fetches {len(log)}, URLs {len(fetched)}, admitted pages {len(pages)}, "
-              f"fetched twice {len(twice)}, explained by {explained}; {counted}; "
+              f"fetched more than once {len(twice)} ({sum(v - 1 for v in twice.values())} "
+              f"extra fetches), explained by {explained}; {counted}; "
               f"politeness violations {len(violations)}; fetches by w0 cut off past its "
               f"leases {len(late)}; fetched twice, first by w1 on resuming {len(stale)}")
         assert late == [] and stale == [], (late[:3], stale[:3])
         assert any(e.start > self.ended for e in log)  # the crawl outlived the nemesis
         assert pages <= set(fetched), sorted(pages - set(fetched))[:10]  # every admitted URL
         assert all(s["finish_reason"] == "finished" for s in stats)
-        assert all(v == 2 for v in twice.values()), twice
-        assert len(twice) <= sum(explained.values()), (twice, explained)
+        # every fetch beyond a URL's first has a counted cause (faults compound: a page
+        # fetched again after a crash may lose its lease again in the next partition)
+        extra = sum(v - 1 for v in twice.values())
+        assert extra <= sum(explained.values()), (twice, explained)
         assert violations == [], violations[:3]
         for n, text in enumerate(logs):
             outages = text.count(" is unreachable (")
