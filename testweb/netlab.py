@@ -49,6 +49,19 @@ def lab_unavailable() -> str | None:
     return None
 
 
+def _remove_orphans() -> None:
+    """Delete the namespaces of labs whose test process is gone (killed by a timeout before
+    its teardown ran): ``cx<pid>x<n>-<host>``."""
+    try:
+        names = os.listdir("/run/netns")
+    except OSError:
+        return
+    for name in names:
+        pid = name[2:].split("x", 1)[0] if name.startswith("cx") else ""
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
 @dataclass
 class Host:
     name: str
@@ -64,7 +77,8 @@ class NetLab:
     """Hosts joined by the named networks (10.0.<n>.0/24 each)."""
 
     def __init__(self, networks: tuple[str, ...] = ("web", "db")) -> None:
-        self.tag = f"cx{os.getpid() % 100_000}x{next(_LABS)}"
+        _remove_orphans()
+        self.tag = f"cx{os.getpid()}x{next(_LABS)}"
         self.networks = {name: n + 1 for n, name in enumerate(networks)}
         self.switch = f"{self.tag}-sw"
         self.hosts: dict[str, Host] = {}
