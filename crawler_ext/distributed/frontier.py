@@ -759,9 +759,11 @@ class RedisFrontier:
                                      int(taken[i + 4])))
         # asked again before completions and claims' ends go out: a failover (or restart)
         # during this exchange, which the client rode out by itself, moved its pushes
-        again = server_identity(self.redis, self._tags)
-        moved = {n for n in range(self.shards) if again[n] != identity[n]}
         confirm = counts.get("confirm") or []
+        second = confirm or any(op.done or any(item.check == _CLAIMED for item in op.push)
+                                for op in ops.values())
+        again = server_identity(self.redis, self._tags) if second else identity
+        moved = {n for n in range(self.shards) if again[n] != identity[n]}
         if moved:
             self._skip_ids(moved)
             self._identity = again
