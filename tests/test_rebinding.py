@@ -177,3 +177,76 @@ def test_a_rendered_page_and_its_requests_go_to_the_address_the_guard_checked(
         assert paths.count("/") == 2 and "/app.js" in paths  # the plain fetch and the render
     finally:
         apps.stop()
+
+
+CONNECT_SCRIPT = r"""
+import socket, sys, threading
+from twisted.internet import reactor
+from twisted.internet.protocol import Factory, Protocol
+from crawler_ext.hosts.pinning import AddressPins, pinned_resolver
+from crawler_ext.render.proxy import GuardProxy
+
+connections = []
+
+class Echo(Protocol):
+    def connectionMade(self):
+        connections.append(1)
+
+    def dataReceived(self, data):
+        self.transport.write(data)
+
+echo = reactor.listenTCP(0, Factory.forProtocol(Echo), interface="127.0.0.3").getHost().port
+# the same server on the forbidden address too: a tunnel that got there would be counted
+reactor.listenTCP(echo, Factory.forProtocol(Echo), interface="127.0.0.1")
+pins = AddressPins()
+pins.pin("allowed.test", "127.0.0.3")
+pins.refuse("refused.test")
+# a name not pinned (localhost) is judged as it resolves: 127.0.0.1 is not allowed here
+proxy = GuardProxy(lambda: pinned_resolver(reactor, pins, lambda a: a == "127.0.0.3",
+                                           lambda n, a: None))
+port = proxy.start()
+
+def tunnel(target, payload):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+        status = head.split(b"\r\n", 1)[0].decode()
+        if " 200 " not in status:
+            return status, b""
+        s.sendall(payload)
+        return status, s.recv(4096)
+
+def run():
+    out = [tunnel(f"allowed.test:{echo}", b"ping"), tunnel(f"refused.test:{echo}", b"x"),
+           tunnel(f"localhost:{echo}", b"x")]
+    print(repr([out, len(connections)]), flush=True)
+    reactor.callFromThread(reactor.stop)
+
+reactor.callWhenRunning(lambda: threading.Thread(target=run).start())
+reactor.run()
+"""
+
+
+def test_the_render_proxy_relays_https_tunnels_only_to_checked_addresses(tmp_path) -> None:
+    """CONNECT (the rendering pool's HTTPS): a pinned name is relayed byte for byte; a name
+    the guard refused, or one that resolves to an address it does not allow, answers 502 and
+    nothing reaches the server behind it."""
+    import ast
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    done = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out, connections = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    (ok, echoed), (refused, _), (other, _) = out
+    assert " 200 " in ok and echoed == b"ping"
+    assert " 502 " in refused and " 502 " in other
+    assert connections == 1  # the refused tunnels never connected
