@@ -167,7 +167,7 @@ def test_a_page_is_completed_only_after_the_links_it_found_were_queued(redis) ->
     a.add(links)
     a.complete([page.id])
     failing = shard_of(links[0].key, a.shards)
-    script = a._script
+    script = a._exchanger._script
 
     def one_shard_fails(keys: list, args: list, client: Any) -> None:
         if keys[0].startswith(a._tags[failing]) and int(args[4]):  # its pushes
@@ -175,9 +175,9 @@ def test_a_page_is_completed_only_after_the_links_it_found_were_queued(redis) ->
         else:
             script(keys=keys, args=args, client=client)
 
-    a._script = one_shard_fails
+    a._exchanger._script = one_shard_fails
     _exchange(a)
-    a._script = script
+    a._exchanger._script = script
     queued = lambda: sum(int(redis.hlen(f"{tag}:e")) for tag in a._tags)
     assert queued() == 1 + 8 - sum(1 for e in links if shard_of(e.key, a.shards) == failing)
     _exchange(a)  # the failed shard's pushes, then the completion

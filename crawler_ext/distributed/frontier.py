@@ -55,20 +55,18 @@ import struct
 import threading
 import time
 import uuid
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields
-from typing import Any, NamedTuple
+from typing import Any
 
 from twisted.internet import threads
 
 from crawler_ext.admission.urls import host_of
-from crawler_ext.distributed.bloom import CLAIMED, SEEN, RedisBloom
+from crawler_ext.distributed.bloom import RedisBloom
+from crawler_ext.distributed.exchange import LOOK_AGAIN, Exchange, Push, ShardOps, shard_of
 from crawler_ext.distributed.fence import LeaseFence
 from crawler_ext.distributed.health import health_of
-from crawler_ext.distributed.identity import server_identity
-from crawler_ext.distributed.lua import lua
 from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.errors import ConfigError
 from crawler_ext.frontier.core import DROP, Gate
@@ -80,10 +78,6 @@ from crawler_ext.int64 import to_signed, to_unsigned
 __all__ = ["RedisFrontier", "shard_of"]
 
 logger = logging.getLogger(__name__)
-
-#: the seen-set check of an outbox entry: True (check), False (none), or one of these
-_CLAIMED = 2  # admitted (claimed): its claim in the seen set ends once its push is answered
-_LOOK_AGAIN = 3  # seen while another worker's claim was open: a second look
 
 _HEAD = struct.Struct(">BBQ")  # band, priority rank, fingerprint
 _FP = struct.Struct(">Q")
@@ -99,31 +93,6 @@ def priority_rank(priority: int) -> int:
     """0 for the highest priority: a key's back queue is sorted by rank first."""
     half = PRIORITY_RANKS // 2
     return half - 1 - min(max(priority, -half), half - 1)
-
-_LUA_READY = lua("frontier_ready.lua")
-
-# KEYS[1]: the shard's entry hash (names the slot).  ARGV: prefix, worker, lease ttl, bands,
-# then counts: push, release, complete, renew-entries, renew-keys; then the band quotas, the
-# total to take, whether to reclaim expired leases, the host budget, the pattern cap, the
-# count of promotions, the refresh share; and the sections.  Returns: outstanding
-# entries, expired leases, lost keys, taken (key, id, entry, state, new URLs still queued
-# for the key) flattened, over the budget, over the pattern cap, promoted, entries of parked
-# keys, and the keys to renew whose lease had expired (gone).
-_LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
-_LUA_DONE = _LUA_READY + lua("frontier_done.lua")
-
-
-# Seeds popped from the start-URLs list are claimed until the exchange that pushes them into
-# the frontier, so no worker sees the crawl finished while seeds are on their way, and the
-# seeds of a worker that dies in between go back to the list.  KEYS: the list, the claims
-# hash and their expiry set (hash-tagged with the list's name: one slot).  ARGV: count,
-# worker, ttl.  Returns popped seeds, seeds left, claims open.
-_LUA_CLAIM = lua("seeds_claim.lua")
-
-
-def shard_of(key: str, shards: int) -> int:
-    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % shards
-
 
 def _state_blob(state: HostState, robots: dict[str, list] | None) -> str:
     data = asdict(state)
@@ -143,37 +112,10 @@ def _state_from(blob: bytes) -> tuple[HostState, dict[str, list]]:
     return HostState(**{k: v for k, v in data.items() if k in names}), robots
 
 
-class _Push(NamedTuple):
-    """An entry pushed to its shard."""
-
-    entry: Entry
-    check: bool | int  # True: meets the seen set; _CLAIMED, _LOOK_AGAIN; False: unchecked
-    blob: bytes  # its record in the shard
-    due: float | None  # a delayed entry's due time
-    host: str  # for the host's page budget ("": not counted)
-    pattern: str  # for the pattern's cap
-    trap: str  # "1": this worker's pages call the pattern a trap
-
-
-class _Ops:
-    """What one exchange with Redis carries, per shard."""
-
-    __slots__ = ("done", "promote", "push", "release", "renew", "renew_keys")
-
-    def __init__(self) -> None:
-        self.push: list[_Push] = []
-        self.promote: list[tuple[str, bytes, int]] = []  # key, fingerprint (8 bytes), band
-        self.release: list[str] = []  # key, delay left, blob, back: four items a release
-        self.done: list[str] = []
-        self.renew: list[str] = []
-        self.renew_keys: list[str] = []
-
-
 class RedisFrontier:
     """A worker's view of the shared frontier: the :class:`Frontier` interface over Redis."""
 
     ROBOTS_SHARE_LIMIT = 64 * 1024  # robots.txt bodies larger than this are not shared
-    ID_JUMP = 1 << 24  # entry ids skipped after a restart or failover (see _skip_ids)
     IDLE_POLL = 0.5  # seconds between polls while there is nothing to send or take
 
     def __init__(
@@ -221,13 +163,9 @@ class RedisFrontier:
         # who holds a lease, as `status` shows it: host, process, and a nonce for restarts
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stat = on_stat or (lambda name, value: None)
-        self._script = redis.register_script(_LUA_SYNC)
-        self._complete = redis.register_script(_LUA_DONE)
-        self._claim = redis.register_script(_LUA_CLAIM)
-        self._claim_keys = ([seeds_key, f"{{{seeds_key}}}:claims", f"{{{seeds_key}}}:claimed"]
-                            if seeds_key else [])
         self._claim_open = False  # seeds claimed, admitted, to be released after their push
         self._tags = [f"{{{prefix}:s{n}}}" for n in range(shards)]
+        self._exchanger = Exchange(self, seeds_key)
         # local state (reactor thread only)
         self._outbox: list[tuple[Entry, bool | int, float | None]] = []  # entry, check, due
         self._ready: list[tuple[float, int, Entry]] = []  # leased, not yet dispatched
@@ -242,7 +180,7 @@ class RedisFrontier:
         self._confirm: list[tuple[int, int]] = []
         self._confirm_sent: list[tuple[int, int]] = []  # with the running exchange
         self._look_again: list[tuple[float, Entry]] = []  # due, entry: seen, claim open
-        self._running: dict[int, _Ops] = {}  # the ops of the exchange running in a thread
+        self._running: dict[int, ShardOps] = {}  # the ops of the exchange running in a thread
         self._last: dict[str, Any] | None = None  # what it answered (None: it failed)
         # URLs this worker admitted -> [key, band] (promotion), bounded
         self._admitted: OrderedDict[int, list] = OrderedDict()
@@ -427,7 +365,7 @@ class RedisFrontier:
         d = threads.deferToThread(self._exchange_locked, ops, take, counts)
         d.addCallbacks(self._exchanged, self._exchange_failed, errbackArgs=(ops,))
 
-    def _exchange_locked(self, ops: dict[int, _Ops], take: list[int],
+    def _exchange_locked(self, ops: dict[int, ShardOps], take: list[int],
                          counts: dict[str, Any]) -> dict[str, Any]:
         with self._lock:  # close() waits for it, and reads what it answered
             self._last = None
@@ -552,20 +490,20 @@ class RedisFrontier:
         back = ",".join(str(i // self.shards) for i in ids if i)
         self._release.append((key, delay, blob, back, time.time()))
 
-    def _collect(self) -> tuple[dict[int, _Ops], list[int], dict[str, Any]]:
-        ops: dict[int, _Ops] = {}
+    def _collect(self) -> tuple[dict[int, ShardOps], list[int], dict[str, Any]]:
+        ops: dict[int, ShardOps] = {}
 
-        def shard(key: str) -> _Ops:
+        def shard(key: str) -> ShardOps:
             n = shard_of(key, self.shards)
             if n not in ops:
-                ops[n] = _Ops()
+                ops[n] = ShardOps()
             return ops[n]
 
         now = time.time()
         if self._look_again and self._look_again[0][0] <= now:  # in the order they came
             looks = [entry for at, entry in self._look_again if at <= now]
             self._look_again = self._look_again[len(looks):]
-            self._outbox += [(entry, _LOOK_AGAIN, None) for entry in looks]
+            self._outbox += [(entry, LOOK_AGAIN, None) for entry in looks]
         outbox, self._outbox = self._outbox, []
         trap_pattern = self.hooks.trap_pattern if self.pattern_cap and self.hooks else None
         for entry, check, due in outbox:
@@ -584,7 +522,7 @@ class RedisFrontier:
                         pattern, trap = trap_pattern(url)
                 except (ValueError, KeyError, pickle.UnpicklingError):
                     pass
-            op.push.append(_Push(entry, check, blob, due, host, pattern, "1" if trap else ""))
+            op.push.append(Push(entry, check, blob, due, host, pattern, "1" if trap else ""))
         now = time.time()
         for key, delay, state, back, since in self._release:
             # the delay counts from the response; what is left of it from now on
@@ -637,202 +575,10 @@ class RedisFrontier:
         rid, _, key = member.partition("|")
         return int(rid) * self.shards + shard_of(key, self.shards), key
 
-    def _call(self, pipe: Any, n: int, op: _Ops, take: list[int], reap: int) -> None:
-        """Queue on ``pipe`` one call of the exchange's script for shard ``n`` (its
-        completions go in the second round trip)."""
-        args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
-                           len(op.push), len(op.release) // 4, 0, len(op.renew),
-                           len(op.renew_keys), *take, reap, self.host_budget,
-                           self.pattern_cap, len(op.promote), self.refresh_share]
-        now = time.time()
-        for push in op.push:
-            delay = "" if push.due is None else repr(round(max(0.0, push.due - now), 3))
-            args += [push.entry.key, push.entry.band, delay, push.blob, push.host, push.pattern,
-                     push.trap]
-        args += op.release + op.renew + op.renew_keys
-        for key, fp, band in op.promote:
-            args += [key, fp, band]
-        self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
-
-    def _exchange(self, ops: dict[int, _Ops], take: list[int], counts: dict[str, Any],
+    def _exchange(self, ops: dict[int, ShardOps], take: list[int], counts: dict[str, Any],
                   final: bool = False) -> dict[str, Any]:
-        """Runs in a thread: a pipelined round trip (after one to the seen set when links need
-        it), then, once its pushes were answered, one with the completions and the seen set's
-        claims of those pushes: on a cluster one pipeline reaches the nodes one by one, and a
-        completion (or a claim's end) sent beside the push of the page's links could be
-        applied, and the links lost, with a kill between two nodes."""
-        # the fence counts from before the first command is sent (a cluster's pipeline sends
-        # each command at once), whatever comes between (a stalled process, a slow link)
-        sent_at = self._fence.now()
-        # a server restarted or failed over since the last exchange may have lost writes it
-        # had acknowledged: the completions and claims' ends from before are not sent
-        identity = server_identity(self.redis, self._tags)
-        known, self._identity = self._identity, identity
-        changed = {n for n in range(self.shards) if known and identity[n] != known[n]}
-        restarted = bool(changed)
-        dropped = 0
-        if restarted:  # (a page's links went to every shard: no completion is sure)
-            self._skip_ids(changed)
-            dropped = sum(len(op.done) for op in ops.values())
-            for op in ops.values():
-                op.done = []
-            # a claim stays open (another worker admits its URL again once the claim is
-            # stale) where the push may be lost
-            counts = {**counts, "confirm": [(fp, n) for fp, n in counts.get("confirm") or []
-                                            if n not in changed]}
-        commands = 0  # in the pipeline below
-        seen_commands = 0
-        filtered = 0
-        reclaimed = 0
-        pushes = [(n, item) for n, op in ops.items() for item in op.push]
-        checks = [(n, item) for n, item in pushes
-                  if item.check is True or item.check == _LOOK_AGAIN]
-        wait: list[tuple[Entry, bool]] = []  # seen, a claim open: entry, a second look
-        if checks and self.bloom is not None:
-            before = self.bloom.reclaimed
-            codes = self.bloom.add_many([to_unsigned(item.entry.fp) for _, item in checks],
-                                        [item.check == _LOOK_AGAIN for _, item in checks])
-            seen_commands = self.bloom.last_commands
-            reclaimed = self.bloom.reclaimed - before
-            rejected = {id(item) for (_, item), code in zip(checks, codes)
-                        if code in (SEEN, CLAIMED)}
-            wait = [(item.entry, item.check == _LOOK_AGAIN)
-                    for (_, item), code in zip(checks, codes) if code == CLAIMED]
-            filtered = len(rejected) - len(wait)
-            for op in ops.values():
-                # the seen set now holds the new ones as this worker's claims: if their push
-                # fails they are pushed again unchecked (checked again, they would be lost)
-                op.push = [item._replace(check=_CLAIMED)
-                           if item.check is True or item.check == _LOOK_AGAIN else item
-                           for item in op.push if id(item) not in rejected]
-        pipe = self.redis.pipeline(transaction=False)
-        shards = range(self.shards) if any(take) or counts.get("reap") else list(ops)
-        for n in shards:
-            self._call(pipe, n, ops.get(n) or _Ops(), take, int(counts.get("reap", 0)))
-            commands += 1
-        if counts.get("release_claim"):  # after the push of the seeds' entries above
-            pipe.hdel(self._claim_keys[1], self.worker)
-            pipe.zrem(self._claim_keys[2], self.worker)
-            commands += 2
-        if counts.get("seeds"):
-            self._claim(keys=self._claim_keys, args=[counts["seeds"], self.worker,
-                                                     self.lease_ttl], client=pipe)
-            commands += 1
-        seeds_at = commands - 1
-        # a script that fails (a cluster node failing over) fails its shard alone: its work
-        # goes back to the outbox, the other shards' results count
-        results = pipe.execute(raise_on_error=False) if commands else []
-        # a cluster node whose writes no replica holds yet (DirectPipeline.lagging)
-        lagging = list(getattr(pipe, "lagging", ()))
-        out: dict[str, Any] = {"sent_at": sent_at, "answered": [], "taken": [], "expired": 0,
-                               "lost": 0, "filtered": filtered,
-                               "pushed": len(pushes) - filtered - len(wait),
-                               "reclaimed": reclaimed, "wait": wait,
-                               "commands": commands + seen_commands,
-                               "remote": {}, "seeds": [], "seeds_waiting": None,
-                               "failed": {}, "error": None, "over": 0, "pover": 0,
-                               "promoted": 0, "confirm": [], "done_back": [],
-                               "lagging": lagging, "restarted": restarted, "parked": {},
-                               "gone": [],
-                               "dropped": dropped}
-        for n, result in zip(shards, results):
-            if isinstance(result, Exception):
-                out["failed"][n] = ops.get(n) or _Ops()
-                out["error"] = f"{type(result).__name__}: {result}"
-                out["pushed"] -= len(out["failed"][n].push)
-                continue
-            out["answered"].append(n)
-            outstanding, expired, lost, taken, over, pover, promoted, parked, gone = result
-            out["gone"] += [key.decode("utf-8", "surrogatepass") for key in gone]
-            out["parked"][n] = int(parked)
-            out["promoted"] += int(promoted)
-            out["over"] += int(over)
-            out["pover"] += int(pover)
-            out["pushed"] -= int(over) + int(pover)
-            out["remote"][n] = int(outstanding)
-            out["expired"] += int(expired)
-            out["lost"] += int(lost)
-            for i in range(0, len(taken), 5):
-                key = taken[i].decode("utf-8", "surrogatepass")
-                rid = int(taken[i + 1])
-                out["taken"].append((key, rid * self.shards + n, taken[i + 2], taken[i + 3],
-                                     int(taken[i + 4])))
-        # asked again before completions and claims' ends go out: a failover (or restart)
-        # during this exchange, which the client rode out by itself, moved its pushes
-        confirm = counts.get("confirm") or []
-        second = confirm or any(op.done or any(item.check == _CLAIMED for item in op.push)
-                                for op in ops.values())
-        again = server_identity(self.redis, self._tags) if second else identity
-        moved = {n for n in range(self.shards) if again[n] != identity[n]}
-        if moved:
-            self._skip_ids(moved)
-            self._identity = again
-            out["restarted"] = True
-            out["dropped"] += sum(len(op.done) for op in ops.values())
-            for op in ops.values():
-                op.done = []
-            confirm = [(fp, n) for fp, n in confirm if n not in moved]
-        out["moved"] = moved
-        self._after_pushes(ops, confirm, out)
-        if counts.get("seeds") and not isinstance(results[seeds_at], Exception):
-            popped, waiting, claims = results[seeds_at]
-            out["seeds"] = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s
-                            for s in (popped or [])]
-            out["seeds_waiting"] = int(waiting) + int(claims)
-        if not results or len(shards) < self.shards or out["failed"]:
-            out["remote"] = None if final else out["remote"]
-        if final and out["failed"]:
-            raise RuntimeError(out["error"])
-        return out
-
-    def _skip_ids(self, shards: set[int]) -> None:
-        """The entry ids a server issued in the writes it lost would be issued again, and a
-        completion or lease still naming one of them would hit another entry: the counters
-        of ``shards`` jump past every id issued lately."""
-        for n in shards:
-            self.redis.incrby(f"{self._tags[n]}:id", self.ID_JUMP)
-
-    def _after_pushes(self, ops: dict[int, _Ops], confirm: list[tuple[int, int]],
-                      out: dict[str, Any]) -> None:
-        """The second round trip: completions, if every shard took its pushes (else they
-        wait: the page's links may be in the one that failed), and the ends of the claims of
-        the admissions pushed now and before.  What fails goes with the next exchange."""
-        confirm = confirm + [(to_unsigned(item.entry.fp), n) for n, op in ops.items()
-                             if n not in out["failed"] and n not in out["moved"]
-                             for item in op.push if item.check == _CLAIMED]
-        dones = {n: op.done for n, op in ops.items() if op.done and n not in out["failed"]}
-        if out["failed"] or out["lagging"]:
-            # the failed shards' completions return with their other work; and while a
-            # node's writes are on its primary alone, a failover could lose pushes whose
-            # source pages were completed, or whose claims ended (in the seen set, on other
-            # nodes): neither is sent until a replica holds the writes
-            out["done_back"] = [member for members in dones.values() for member in members]
-            dones = {}
-        if out["lagging"]:
-            out["confirm"] = confirm
-            confirm = []
-        pipe = self.redis.pipeline(transaction=False)
-        for n, members in dones.items():
-            self._complete(keys=[self._tags[n] + ":e"], args=[self._tags[n], *members],
-                           client=pipe)
-        commands = len(dones) + (self.bloom.confirm([fp for fp, _ in confirm], pipe)
-                                 if self.bloom else 0)
-        if not commands:
-            return
-        try:
-            results = pipe.execute(raise_on_error=False)
-        except Exception as exc:  # noqa: BLE001 - Redis gone between the two round trips
-            results = [exc] * commands
-        out["commands"] += commands
-        for (n, members), result in zip(dones.items(), results):
-            if isinstance(result, Exception):
-                out["done_back"] += members
-                out["error"] = f"{type(result).__name__}: {result}"
-            elif out["remote"] is not None:
-                out["remote"][n] = int(result)
-        if any(isinstance(result, Exception) for result in results[len(dones):]):
-            out["confirm"] = confirm
-            out["error"] = out["error"] or "the seen set's claims could not be ended"
+        """Runs in a thread: the exchange with Redis (see :class:`Exchange`)."""
+        return self._exchanger.run(ops, take, counts, final)
 
     def _exchanged(self, out: dict[str, Any]) -> None:
         if self._closed:  # close() handled it
@@ -912,7 +658,7 @@ class RedisFrontier:
         if (out["taken"] or out["seeds"]) and self.hooks is not None:
             self.hooks.wake()
 
-    def _exchange_failed(self, failure: Any, ops: dict[int, _Ops]) -> None:
+    def _exchange_failed(self, failure: Any, ops: dict[int, ShardOps]) -> None:
         """Redis unreachable (or a script error): keep everything for the next exchange."""
         if self._closed:  # close() handled it
             return
@@ -922,7 +668,7 @@ class RedisFrontier:
         self._stat("frontier/redis/errors", 1)
         self._health.failed("frontier exchange", failure.getErrorMessage())
 
-    def _requeue(self, ops: dict[int, _Ops]) -> None:
+    def _requeue(self, ops: dict[int, ShardOps]) -> None:
         """Work of shards whose exchange failed, back for the next one."""
         for op in ops.values():
             for push in op.push:

@@ -1,0 +1,306 @@
+"""One exchange of a worker with the shared frontier in Redis: the part that runs in the
+exchange thread, off the reactor (see :class:`~crawler_ext.distributed.frontier.RedisFrontier`,
+which collects what an exchange carries and applies what it answers).
+
+An exchange is at most three round trips: the seen set's test-and-set of the new links (when
+there are any), one pipelined call of the exchange script per shard (push, release, renew,
+reap, take), and -- once every shard took its pushes and a replica holds them -- the
+completions of the pages whose links those were and the ends of the links' claims.  Before
+it, the servers' identity is asked (a restart or failover may have lost acknowledged
+writes), and again before the last round trip.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from crawler_ext.distributed.bloom import CLAIMED, SEEN
+from crawler_ext.distributed.identity import server_identity
+from crawler_ext.distributed.lua import lua
+from crawler_ext.frontier.storage import Entry
+from crawler_ext.int64 import to_unsigned
+
+if TYPE_CHECKING:
+    from crawler_ext.distributed.frontier import RedisFrontier
+
+__all__ = ["CLAIMED_PUSH", "LOOK_AGAIN", "Exchange", "Push", "ShardOps", "shard_of"]
+
+#: the seen-set check of an outbox entry: True (check), False (none), or one of these
+CLAIMED_PUSH = 2  # admitted (claimed): its claim in the seen set ends once its push is answered
+LOOK_AGAIN = 3  # seen while another worker's claim was open: a second look
+
+
+_LUA_READY = lua("frontier_ready.lua")
+
+# KEYS[1]: the shard's entry hash (names the slot).  ARGV: prefix, worker, lease ttl, bands,
+# then counts: push, release, complete, renew-entries, renew-keys; then the band quotas, the
+# total to take, whether to reclaim expired leases, the host budget, the pattern cap, the
+# count of promotions, the refresh share; and the sections.  Returns: outstanding
+# entries, expired leases, lost keys, taken (key, id, entry, state, new URLs still queued
+# for the key) flattened, over the budget, over the pattern cap, promoted, entries of parked
+# keys, and the keys to renew whose lease had expired (gone).
+_LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
+_LUA_DONE = _LUA_READY + lua("frontier_done.lua")
+
+
+# Seeds popped from the start-URLs list are claimed until the exchange that pushes them into
+# the frontier, so no worker sees the crawl finished while seeds are on their way, and the
+# seeds of a worker that dies in between go back to the list.  KEYS: the list, the claims
+# hash and their expiry set (hash-tagged with the list's name: one slot).  ARGV: count,
+# worker, ttl.  Returns popped seeds, seeds left, claims open.
+_LUA_CLAIM = lua("seeds_claim.lua")
+
+
+def shard_of(key: str, shards: int) -> int:
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % shards
+
+
+class Push(NamedTuple):
+    """An entry pushed to its shard."""
+
+    entry: Entry
+    check: bool | int  # True: meets the seen set; CLAIMED_PUSH, LOOK_AGAIN; False: unchecked
+    blob: bytes  # its record in the shard
+    due: float | None  # a delayed entry's due time
+    host: str  # for the host's page budget ("": not counted)
+    pattern: str  # for the pattern's cap
+    trap: str  # "1": this worker's pages call the pattern a trap
+
+
+class ShardOps:
+    """What one exchange with Redis carries, per shard."""
+
+    __slots__ = ("done", "promote", "push", "release", "renew", "renew_keys")
+
+    def __init__(self) -> None:
+        self.push: list[Push] = []
+        self.promote: list[tuple[str, bytes, int]] = []  # key, fingerprint (8 bytes), band
+        self.release: list[str] = []  # key, delay left, blob, back: four items a release
+        self.done: list[str] = []
+        self.renew: list[str] = []
+        self.renew_keys: list[str] = []
+
+
+class Exchange:
+    """The thread side of a frontier's exchanges: its scripts, and what it knows of the
+    servers (their identity)."""
+
+    ID_JUMP = 1 << 24  # entry ids skipped after a restart or failover (see _skip_ids)
+
+    def __init__(self, frontier: RedisFrontier, seeds_key: str | None) -> None:
+        self.redis = frontier.redis
+        self.bloom = frontier.bloom
+        self.shards = frontier.shards
+        self.bands = frontier.bands
+        self.worker = frontier.worker
+        self.lease_ttl = frontier.lease_ttl
+        self.host_budget = frontier.host_budget
+        self.pattern_cap = frontier.pattern_cap
+        self.refresh_share = frontier.refresh_share
+        self._tags = frontier._tags
+        self.clock = lambda: frontier._fence.now()  # (the fence a test may replace)
+        self._script = self.redis.register_script(_LUA_SYNC)
+        self._complete = self.redis.register_script(_LUA_DONE)
+        self._claim = self.redis.register_script(_LUA_CLAIM)
+        self._claim_keys = ([seeds_key, f"{{{seeds_key}}}:claims", f"{{{seeds_key}}}:claimed"]
+                            if seeds_key else [])
+        self._identity: tuple[str, ...] | None = None  # the servers' run ids
+
+    def _call(self, pipe: Any, n: int, op: ShardOps, take: list[int], reap: int) -> None:
+        """Queue on ``pipe`` one call of the exchange's script for shard ``n`` (its
+        completions go in the second round trip)."""
+        args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
+                           len(op.push), len(op.release) // 4, 0, len(op.renew),
+                           len(op.renew_keys), *take, reap, self.host_budget,
+                           self.pattern_cap, len(op.promote), self.refresh_share]
+        now = time.time()
+        for push in op.push:
+            delay = "" if push.due is None else repr(round(max(0.0, push.due - now), 3))
+            args += [push.entry.key, push.entry.band, delay, push.blob, push.host, push.pattern,
+                     push.trap]
+        args += op.release + op.renew + op.renew_keys
+        for key, fp, band in op.promote:
+            args += [key, fp, band]
+        self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
+
+    def run(self, ops: dict[int, ShardOps], take: list[int], counts: dict[str, Any],
+                  final: bool = False) -> dict[str, Any]:
+        """Runs in a thread: a pipelined round trip (after one to the seen set when links need
+        it), then, once its pushes were answered, one with the completions and the seen set's
+        claims of those pushes: on a cluster one pipeline reaches the nodes one by one, and a
+        completion (or a claim's end) sent beside the push of the page's links could be
+        applied, and the links lost, with a kill between two nodes."""
+        # the fence counts from before the first command is sent (a cluster's pipeline sends
+        # each command at once), whatever comes between (a stalled process, a slow link)
+        sent_at = self.clock()
+        # a server restarted or failed over since the last exchange may have lost writes it
+        # had acknowledged: the completions and claims' ends from before are not sent
+        identity = server_identity(self.redis, self._tags)
+        known, self._identity = self._identity, identity
+        changed = {n for n in range(self.shards) if known and identity[n] != known[n]}
+        restarted = bool(changed)
+        dropped = 0
+        if restarted:  # (a page's links went to every shard: no completion is sure)
+            self._skip_ids(changed)
+            dropped = sum(len(op.done) for op in ops.values())
+            for op in ops.values():
+                op.done = []
+            # a claim stays open (another worker admits its URL again once the claim is
+            # stale) where the push may be lost
+            counts = {**counts, "confirm": [(fp, n) for fp, n in counts.get("confirm") or []
+                                            if n not in changed]}
+        commands = 0  # in the pipeline below
+        seen_commands = 0
+        filtered = 0
+        reclaimed = 0
+        pushes = [(n, item) for n, op in ops.items() for item in op.push]
+        checks = [(n, item) for n, item in pushes
+                  if item.check is True or item.check == LOOK_AGAIN]
+        wait: list[tuple[Entry, bool]] = []  # seen, a claim open: entry, a second look
+        if checks and self.bloom is not None:
+            before = self.bloom.reclaimed
+            codes = self.bloom.add_many([to_unsigned(item.entry.fp) for _, item in checks],
+                                        [item.check == LOOK_AGAIN for _, item in checks])
+            seen_commands = self.bloom.last_commands
+            reclaimed = self.bloom.reclaimed - before
+            rejected = {id(item) for (_, item), code in zip(checks, codes)
+                        if code in (SEEN, CLAIMED)}
+            wait = [(item.entry, item.check == LOOK_AGAIN)
+                    for (_, item), code in zip(checks, codes) if code == CLAIMED]
+            filtered = len(rejected) - len(wait)
+            for op in ops.values():
+                # the seen set now holds the new ones as this worker's claims: if their push
+                # fails they are pushed again unchecked (checked again, they would be lost)
+                op.push = [item._replace(check=CLAIMED_PUSH)
+                           if item.check is True or item.check == LOOK_AGAIN else item
+                           for item in op.push if id(item) not in rejected]
+        pipe = self.redis.pipeline(transaction=False)
+        shards = range(self.shards) if any(take) or counts.get("reap") else list(ops)
+        for n in shards:
+            self._call(pipe, n, ops.get(n) or ShardOps(), take, int(counts.get("reap", 0)))
+            commands += 1
+        if counts.get("release_claim"):  # after the push of the seeds' entries above
+            pipe.hdel(self._claim_keys[1], self.worker)
+            pipe.zrem(self._claim_keys[2], self.worker)
+            commands += 2
+        if counts.get("seeds"):
+            self._claim(keys=self._claim_keys, args=[counts["seeds"], self.worker,
+                                                     self.lease_ttl], client=pipe)
+            commands += 1
+        seeds_at = commands - 1
+        # a script that fails (a cluster node failing over) fails its shard alone: its work
+        # goes back to the outbox, the other shards' results count
+        results = pipe.execute(raise_on_error=False) if commands else []
+        # a cluster node whose writes no replica holds yet (DirectPipeline.lagging)
+        lagging = list(getattr(pipe, "lagging", ()))
+        out: dict[str, Any] = {"sent_at": sent_at, "answered": [], "taken": [], "expired": 0,
+                               "lost": 0, "filtered": filtered,
+                               "pushed": len(pushes) - filtered - len(wait),
+                               "reclaimed": reclaimed, "wait": wait,
+                               "commands": commands + seen_commands,
+                               "remote": {}, "seeds": [], "seeds_waiting": None,
+                               "failed": {}, "error": None, "over": 0, "pover": 0,
+                               "promoted": 0, "confirm": [], "done_back": [],
+                               "lagging": lagging, "restarted": restarted, "parked": {},
+                               "gone": [],
+                               "dropped": dropped}
+        for n, result in zip(shards, results):
+            if isinstance(result, Exception):
+                out["failed"][n] = ops.get(n) or ShardOps()
+                out["error"] = f"{type(result).__name__}: {result}"
+                out["pushed"] -= len(out["failed"][n].push)
+                continue
+            out["answered"].append(n)
+            outstanding, expired, lost, taken, over, pover, promoted, parked, gone = result
+            out["gone"] += [key.decode("utf-8", "surrogatepass") for key in gone]
+            out["parked"][n] = int(parked)
+            out["promoted"] += int(promoted)
+            out["over"] += int(over)
+            out["pover"] += int(pover)
+            out["pushed"] -= int(over) + int(pover)
+            out["remote"][n] = int(outstanding)
+            out["expired"] += int(expired)
+            out["lost"] += int(lost)
+            for i in range(0, len(taken), 5):
+                key = taken[i].decode("utf-8", "surrogatepass")
+                rid = int(taken[i + 1])
+                out["taken"].append((key, rid * self.shards + n, taken[i + 2], taken[i + 3],
+                                     int(taken[i + 4])))
+        # asked again before completions and claims' ends go out: a failover (or restart)
+        # during this exchange, which the client rode out by itself, moved its pushes
+        confirm = counts.get("confirm") or []
+        second = confirm or any(op.done or any(item.check == CLAIMED_PUSH for item in op.push)
+                                for op in ops.values())
+        again = server_identity(self.redis, self._tags) if second else identity
+        moved = {n for n in range(self.shards) if again[n] != identity[n]}
+        if moved:
+            self._skip_ids(moved)
+            self._identity = again
+            out["restarted"] = True
+            out["dropped"] += sum(len(op.done) for op in ops.values())
+            for op in ops.values():
+                op.done = []
+            confirm = [(fp, n) for fp, n in confirm if n not in moved]
+        out["moved"] = moved
+        self._after_pushes(ops, confirm, out)
+        if counts.get("seeds") and not isinstance(results[seeds_at], Exception):
+            popped, waiting, claims = results[seeds_at]
+            out["seeds"] = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s
+                            for s in (popped or [])]
+            out["seeds_waiting"] = int(waiting) + int(claims)
+        if not results or len(shards) < self.shards or out["failed"]:
+            out["remote"] = None if final else out["remote"]
+        if final and out["failed"]:
+            raise RuntimeError(out["error"])
+        return out
+
+    def _skip_ids(self, shards: set[int]) -> None:
+        """The entry ids a server issued in the writes it lost would be issued again, and a
+        completion or lease still naming one of them would hit another entry: the counters
+        of ``shards`` jump past every id issued lately."""
+        for n in shards:
+            self.redis.incrby(f"{self._tags[n]}:id", self.ID_JUMP)
+
+    def _after_pushes(self, ops: dict[int, ShardOps], confirm: list[tuple[int, int]],
+                      out: dict[str, Any]) -> None:
+        """The second round trip: completions, if every shard took its pushes (else they
+        wait: the page's links may be in the one that failed), and the ends of the claims of
+        the admissions pushed now and before.  What fails goes with the next exchange."""
+        confirm = confirm + [(to_unsigned(item.entry.fp), n) for n, op in ops.items()
+                             if n not in out["failed"] and n not in out["moved"]
+                             for item in op.push if item.check == CLAIMED_PUSH]
+        dones = {n: op.done for n, op in ops.items() if op.done and n not in out["failed"]}
+        if out["failed"] or out["lagging"]:
+            # the failed shards' completions return with their other work; and while a
+            # node's writes are on its primary alone, a failover could lose pushes whose
+            # source pages were completed, or whose claims ended (in the seen set, on other
+            # nodes): neither is sent until a replica holds the writes
+            out["done_back"] = [member for members in dones.values() for member in members]
+            dones = {}
+        if out["lagging"]:
+            out["confirm"] = confirm
+            confirm = []
+        pipe = self.redis.pipeline(transaction=False)
+        for n, members in dones.items():
+            self._complete(keys=[self._tags[n] + ":e"], args=[self._tags[n], *members],
+                           client=pipe)
+        commands = len(dones) + (self.bloom.confirm([fp for fp, _ in confirm], pipe)
+                                 if self.bloom else 0)
+        if not commands:
+            return
+        try:
+            results = pipe.execute(raise_on_error=False)
+        except Exception as exc:  # noqa: BLE001 - Redis gone between the two round trips
+            results = [exc] * commands
+        out["commands"] += commands
+        for (n, members), result in zip(dones.items(), results):
+            if isinstance(result, Exception):
+                out["done_back"] += members
+                out["error"] = f"{type(result).__name__}: {result}"
+            elif out["remote"] is not None:
+                out["remote"][n] = int(result)
+        if any(isinstance(result, Exception) for result in results[len(dones):]):
+            out["confirm"] = confirm
+            out["error"] = out["error"] or "the seen set's claims could not be ended"
