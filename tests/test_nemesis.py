@@ -1,9 +1,9 @@
 """Faults between machines: workers, Redis and the test web each on a host of their own
 (network namespaces joined by switches, :mod:`testweb.netlab`), and a nemesis that partitions,
 slows and stalls them on a schedule drawn from a fixed seed.  The web's request log judges:
-every page fetched, no URL fetched twice beyond what expired leases explain, no host hit
-faster than its delay by all workers together, every worker ends by itself, one log line per
-outage.
+every page fetched, every fetch beyond a URL's first explained by a counted cause (expired
+or lost leases, reclaimed claims, pages let go after a restart), no host hit faster than its
+delay by all workers together, every worker ends by itself, one log line per outage.
 
 Needs root (``ip netns``); every Redis here is the test's own, never the machine's service.
 """
