@@ -111,7 +111,10 @@ def _host(netloc_host: str, url: str) -> str:
             raise InvalidURL("bad_host", url)
         return host
     if "%" in host:
-        host = _normalize_percent(host, url).lower()
+        # (a trailing dot written as %2e goes too: the canonical form is a fixed point)
+        host = _normalize_percent(host, url).lower().rstrip(".")
+        if not host:
+            raise InvalidURL("no_host", url)
     if not host.isascii():
         try:
             host = host.encode("idna").decode("ascii")
