@@ -142,15 +142,9 @@ class Exchange:
         changed = {n for n in range(self.shards) if known and identity[n] != known[n]}
         restarted = bool(changed)
         dropped = 0
-        if restarted:  # (a page's links went to every shard: no completion is sure)
-            self._skip_ids(changed)
-            dropped = sum(len(op.done) for op in ops.values())
-            for op in ops.values():
-                op.done = []
-            # a claim stays open (another worker admits its URL again once the claim is
-            # stale) where the push may be lost
-            counts = {**counts, "confirm": [(fp, n) for fp, n in counts.get("confirm") or []
-                                            if n not in changed]}
+        if restarted:
+            dropped, confirm = self._distrust(changed, ops, counts.get("confirm") or [])
+            counts = {**counts, "confirm": confirm}
         commands = 0  # in the pipeline below
         seen_commands = 0
         filtered = 0
@@ -236,13 +230,10 @@ class Exchange:
         again = server_identity(self.redis, self._tags) if second else identity
         moved = {n for n in range(self.shards) if again[n] != identity[n]}
         if moved:
-            self._skip_ids(moved)
             self._identity = again
             out["restarted"] = True
-            out["dropped"] += sum(len(op.done) for op in ops.values())
-            for op in ops.values():
-                op.done = []
-            confirm = [(fp, n) for fp, n in confirm if n not in moved]
+            more, confirm = self._distrust(moved, ops, confirm)
+            out["dropped"] += more
         out["moved"] = moved
         self._after_pushes(ops, confirm, out)
         if counts.get("seeds") and not isinstance(results[seeds_at], Exception):
@@ -255,6 +246,19 @@ class Exchange:
         if final and out["failed"]:
             raise RuntimeError(out["error"])
         return out
+
+    def _distrust(self, shards: set[int], ops: dict[int, ShardOps],
+                  confirm: list[tuple[int, int]]) -> tuple[int, list[tuple[int, int]]]:
+        """The servers of ``shards`` changed (a restart or failover) and may have lost writes
+        they acknowledged: no completion of this exchange is sure (a page's links went to
+        every shard), and the claims of the URLs pushed to those shards stay open (another
+        worker admits such a URL again once its claim is stale).  Returns the completions
+        dropped and the claims' ends still to send."""
+        self._skip_ids(shards)
+        dropped = sum(len(op.done) for op in ops.values())
+        for op in ops.values():
+            op.done = []
+        return dropped, [(fp, n) for fp, n in confirm if n not in shards]
 
     def _skip_ids(self, shards: set[int]) -> None:
         """The entry ids a server issued in the writes it lost would be issued again, and a

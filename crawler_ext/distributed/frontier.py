@@ -432,20 +432,17 @@ class RedisFrontier:
         """Keys whose lease expired in Redis while this worker held them (it was stalled or
         cut off longer than the lease): the fence, renewed by the exchange that found this
         out, must not cover them; their entries not yet dispatched are let go."""
-        waiting = [item for item in self._ready if item[2].key in keys]
+        waiting = [entry for _, _, entry in self._ready if entry.key in keys]
         if waiting:
             self._ready = [item for item in self._ready if item[2].key not in keys]
             heapq.heapify(self._ready)
-        for _, _, entry in waiting:
-            self._held.pop(entry.id, None)
-        for key in keys:
-            self._states.pop(key, None)
-            parked = self._parked.pop(key, None)
+        for entry in waiting:
+            self._let_go(entry)
+        for key in keys.difference(entry.key for entry in waiting):
+            self._states.pop(key, None)  # (its entry in flight: done() frees nothing)
+            parked = self._parked.pop(key, None)  # waiting for its robots.txt
             if parked is not None:
-                self._held.pop(parked.id, None)
-                waiting.append((0.0, 0, parked))
-        if waiting:
-            self._stat("frontier/redis/leases_fenced", len(waiting))
+                self._let_go(parked)
 
     def _after_restart(self, dropped: int) -> None:
         """Redis restarted (or a shard failed over) and may lack writes it acknowledged: let
