@@ -334,6 +334,60 @@ def test_a_parked_key_waits_in_redis_and_holds_no_crawl_open(redis) -> None:
     assert set(a.parked) == {"h1"}
 
 
+def test_a_restarted_redis_is_noticed_and_trusted_with_nothing_from_before(
+        tmp_path: Path) -> None:
+    """A Redis of the test's own restarts (here with nothing kept, the worst case): the next
+    exchange sees a new run id; the worker lets go of its leases, forgets its local seen
+    set, and the entry ids jump so no id of the lost writes is issued again."""
+    from conftest import free_port
+
+    from crawler_ext.distributed.exchange import Exchange
+
+    port = free_port()
+    cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+           "--appendonly", "no", "--dir", str(tmp_path)]
+
+    def start() -> subprocess.Popen:
+        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        client = redis_lib.Redis(port=port)
+        for _ in range(100):
+            try:
+                client.ping()
+                return server
+            except redis_lib.ConnectionError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    class Hooks(_Evidence):
+        forgot = 0
+
+        def lost_writes(self) -> None:
+            self.forgot += 1
+
+    server = start()
+    try:
+        client = redis_lib.Redis(port=port)
+        stats: dict[str, float] = {}
+        a = RedisFrontier(client, "t", PolitenessPolicy(min_delay=0.0, max_delay=0.0), [5, 2, 1], RedisBloom(client, "t", 10_000),
+                          shards=4, buffer=8,
+                          on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
+        hooks = Hooks(set())
+        a.attach(hooks)
+        a.open()
+        a.add([_entry("h1", 1), _entry("h2", 1)])
+        assert len(_exchange(a)) == 2
+        server.kill()
+        server.wait()
+        server = start()
+        _exchange(a)
+        assert stats["frontier/redis/restarts"] == 1 and hooks.forgot == 1
+        assert a.next(time.time()) is None  # the leases from before are let go
+        assert all(int(client.get(f"{tag}:id") or 0) >= Exchange.ID_JUMP for tag in a._tags)
+    finally:
+        server.kill()
+        server.wait()
+
+
 class _Evidence:
     """A worker's trap evidence, as the scheduler answers the shared frontier."""
 
