@@ -2,7 +2,7 @@
 
 It sets, at the add-on priority (so a project's own settings still win): the frontier scheduler,
 the Bloom seen set, the caching DNS resolver, the SSRF guard (first downloader middleware),
-content dedup, the known-links spider middleware, the WARC pipeline, the stats-file extension
+the content processors (HTML, PDF, feeds, text, images), content dedup, the known-links spider middleware, the WARC pipeline, the stats-file extension
 and the crawl report's time series; and it turns off what would fight the frontier: Scrapy's
 ``RobotsTxtMiddleware`` (the frontier fetches robots.txt itself, paced, and ``ROBOTSTXT_OBEY``
 still decides), ``DOWNLOAD_DELAY`` and AutoThrottle (the frontier's per-host politeness
@@ -43,6 +43,7 @@ _SETTINGS = {
 _COMPONENTS = [
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.hosts.netguard.NetworkGuardMiddleware", 10),
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.dedup.middleware.ContentDedupMiddleware", 450),
+    ("DOWNLOADER_MIDDLEWARES", "crawler_ext.processors.middleware.ProcessorMiddleware", 452),
     # off unless CRAWLER_EXT_RECRAWL_ENABLED / _SITEMAPS_ENABLED / _RENDER_ENABLED
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.recrawl.middleware.RecrawlMiddleware", 440),
     ("DOWNLOADER_MIDDLEWARES", "crawler_ext.recrawl.sitemaps.SitemapMiddleware", 460),

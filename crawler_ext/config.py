@@ -95,6 +95,27 @@ def _mapping(value: Any) -> dict[str, str]:
     return result
 
 
+def _processors(value: Any) -> dict[str, str | None]:
+    """``{"application/pdf": "dotted.path", "image/*": None}`` (or JSON, or ``mime=path``)."""
+    if isinstance(value, Mapping):
+        return {str(k): (None if v in (None, "", "None", "none") else str(v))
+                for k, v in value.items()}
+    return {k: (None if v in ("None", "none") else v) for k, v in _mapping(value).items()}
+
+
+def _sizes(value: Any) -> dict[str, int]:
+    """``{"pdf": 20000000}`` (or JSON, or ``kind=bytes,...``)."""
+    sizes: dict[str, int] = {}
+    for kind, size in _mapping(value).items():
+        try:
+            sizes[kind.strip().lower()] = int(size)
+        except ValueError:
+            raise ValueError(f"{kind}: expected a size in bytes, got {size!r}") from None
+        if sizes[kind.strip().lower()] < 1:
+            raise ValueError(f"{kind}: a size must be >= 1")
+    return sizes
+
+
 def _weights(value: Any) -> list[float]:
     """Band weights, or [] for the default (halving from band to band)."""
     return _float_list(value) if str(value).strip() not in ("", "[]") else []
@@ -184,6 +205,24 @@ _SPECS = [
     Setting("CRAWLER_EXT_DEDUP_WORKERS", 1, _number(int, 0),
             "Worker processes that fingerprint pages (text extraction, SimHash) off the reactor "
             "thread; 0: on the reactor thread."),
+    Setting("CRAWLER_EXT_PROCESSORS_ENABLED", True, _bool,
+            "Run every fetched document through its content-type processor (text, links, "
+            "metadata; docs/processors.md)."),
+    Setting("CRAWLER_EXT_PROCESSORS", {}, _processors,
+            "MIME type (or type/*) -> processor dotted path, over the defaults and entry "
+            "points; None switches a type off."),
+    Setting("CRAWLER_EXT_PROCESSOR_WORKERS", 1, _number(int, 1),
+            "Worker processes that run the processors (and fingerprint documents for dedup)."),
+    Setting("CRAWLER_EXT_PROCESSOR_TIMEOUT", 30.0, _number(float, 0.1),
+            "Seconds one document may take in a processor; then its worker is killed and "
+            "replaced, the document counted in processor/<kind>/timeout."),
+    Setting("CRAWLER_EXT_PROCESSOR_MEMORY_MB", 512, _number(int, 0),
+            "Memory (MiB) a processor worker may take beyond its start-up size; 0: no cap."),
+    Setting("CRAWLER_EXT_PROCESSOR_MAX_BYTES", 10 * 1024 * 1024, _number(int, 1),
+            "Size cap of a document: a larger one is cut while it downloads and not parsed."),
+    Setting("CRAWLER_EXT_PROCESSOR_MAX_BYTES_BY_KIND", {}, _sizes,
+            "Per content kind caps over CRAWLER_EXT_PROCESSOR_MAX_BYTES, e.g. pdf=20000000,"
+            "image=5000000 (kinds: html, pdf, feed, text, image, xml, other)."),
     Setting("CRAWLER_EXT_DNS_MIN_TTL", 300.0, _number(float, 0),
             "Floor, in seconds, on how long a DNS answer is cached (longer TTLs are kept)."),
     Setting("CRAWLER_EXT_DNS_NEGATIVE_TTL", 60.0, _number(float, 0),

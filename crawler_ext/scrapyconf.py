@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-__all__ = ["use_bundled_public_suffix_list"]
+__all__ = ["enabled_component", "use_bundled_public_suffix_list"]
 
 logger = logging.getLogger(__name__)
 
+
+def enabled_component(settings: Any, setting: str, path: str) -> bool:
+    """Whether the component at dotted ``path`` is enabled in the ``setting`` component
+    dict (``DOWNLOADER_MIDDLEWARES``...), however the project or the add-on listed it."""
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.misc import load_object
+
+    wanted = load_object(path)
+    return any(load_object(c) is wanted
+               for c in build_component_list(settings.getwithbase(setting)))
 
 
 def use_bundled_public_suffix_list() -> bool:

@@ -97,6 +97,19 @@ STATS: list[Stat] = [
     Stat(("dedup/fallback/full_text", "dedup/fallback/body_hash"),
          "pages judged on their full visible text (too little main text), or on their exact "
          "body only (too little text at all)"),
+    Stat(("dedup/unjudged",),
+         "documents content dedup could not judge: no processor read them (refused, too "
+         "large, or a type without a processor)."),
+    Stat(("processor/<kind>/processed",),
+         "documents a content processor read, by content kind (html, pdf, feed, text, image)."),
+    Stat(("processor/<kind>/<reason>",),
+         "documents not read, by kind and reason: too_large, timeout, memory, crashed, error, "
+         "encrypted, hostile_xml, bomb, no_workers."),
+    Stat(("processor/sniff/<how>",),
+         "documents whose type the bytes decided: sniffed (no useful Content-Type), "
+         "overruled (the header lied), unsniffed (libmagic missing: the header trusted)."),
+    Stat(("processor/workers/restarted",),
+         "processor workers replaced after a timeout or a crash"),
     Stat(("dedup/workers/fallback",),
          "pages fingerprinted on the reactor thread because the dedup worker processes could "
          "not be used (no asyncio reactor, a worker died; logged once)"),

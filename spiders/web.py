@@ -5,12 +5,11 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.http import Response, TextResponse
@@ -18,43 +17,10 @@ from scrapy.utils.response import get_base_url
 
 from crawler_ext import config
 from crawler_ext.hosts.directives import page_directives
+from crawler_ext.processors.links import extract_links
+from crawler_ext.processors.middleware import PROCESSED_META
 
 __all__ = ["WebSpider", "extract_links", "parse_arguments"]
-
-MAX_LINK_LENGTH = 16_384
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-_STRIPPED = re.compile(r"[\t\n\r]")  # browsers remove these anywhere in a URL (WHATWG)
-
-
-def extract_links(base: str, hrefs: Iterator[str] | list[str]) -> tuple[list[str], list[str]]:
-    """Absolute http(s) URLs of ``hrefs`` resolved against ``base``, each once, in page
-    order; and the reasons of those left out (``scheme``, ``bad_url``, ``too_long``).  Never
-    raises: one bad link never costs a page its other links."""
-    links: dict[str, None] = {}
-    invalid: list[str] = []
-    for href in hrefs:
-        href = _STRIPPED.sub("", href).strip(" \x00\x0b\x0c")
-        if not href or href.startswith("#"):
-            continue
-        if len(href) > MAX_LINK_LENGTH:
-            invalid.append("too_long")
-            continue
-        scheme = _SCHEME.match(href)
-        if scheme and scheme.group(1).lower() not in ("http", "https"):
-            invalid.append("scheme")  # javascript:, mailto:, data:, tel:, ftp:, file:, ...
-            continue
-        try:
-            url = urljoin(base, href)
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 -- raises on a bad port
-        except ValueError:  # invalid IPv6 literal, bad port, ...
-            invalid.append("bad_url")
-            continue
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            invalid.append("scheme" if parts.scheme not in ("http", "https") else "bad_url")
-            continue
-        links[url.partition("#")[0]] = None
-    return list(links), invalid
 
 
 def _split(value: str | None) -> list[str]:
@@ -149,7 +115,13 @@ class WebSpider(scrapy.Spider):
     def parse(self, response: Response) -> Iterator[Any]:
         directives = page_directives(response)
         links: list[str] = []
-        if isinstance(response, TextResponse) and not directives.nofollow:
+        processed = response.meta.get(PROCESSED_META)  # the content processors' answer
+        if processed is not None:
+            if not directives.nofollow:
+                links = [link.url for link in processed.links]
+            for reason, count in (processed.metadata.get("links_invalid") or {}).items():
+                self.crawler.stats.inc_value(f"spider/links_invalid/{reason}", count)
+        elif isinstance(response, TextResponse) and not directives.nofollow:
             try:
                 base = get_base_url(response)
                 anchors = response.xpath("//a[@href]")
@@ -173,6 +145,7 @@ class WebSpider(scrapy.Spider):
 
     def _item(self, response: Response, request: Any, directives: Any,
               links: list[str]) -> dict[str, Any]:
+        processed = response.meta.get(PROCESSED_META)
         return {
             "url": request.meta.get("redirect_urls", [request.url])[0] if request else response.url,
             "final_url": response.url,
@@ -190,5 +163,8 @@ class WebSpider(scrapy.Spider):
             "nofollow": directives.nofollow,
             "canonical": directives.canonical,
             "dedup": response.meta.get("dedup"),
+            "content_kind": processed.content_kind if processed is not None else None,
+            "processor": processed.processor if processed is not None else None,
+            "text_length": processed.text_length if processed is not None else None,
             "render": response.meta.get("render"),  # the app-shell verdict, when judged
         }

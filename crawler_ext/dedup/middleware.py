@@ -29,18 +29,25 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.job import job_dir
 
 from crawler_ext import config
-from crawler_ext.dedup.index import ContentIndex, PageFingerprint, page_fingerprint
+from crawler_ext.dedup.index import (
+    FINGERPRINT_META,
+    ContentIndex,
+    PageFingerprint,
+    page_fingerprint,
+)
 from crawler_ext.dedup.workers import FingerprintPool
 from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.distributed.cli import crawl_prefix, redis_from_settings
 from crawler_ext.distributed.sharedlog import SharedLog
+from crawler_ext.scrapyconf import enabled_component
 from crawler_ext.signals import content_checked, content_duplicate, frontier_commit
 
 __all__ = ["ContentDedupMiddleware"]
 
 logger = logging.getLogger(__name__)
 
-_DOC = struct.Struct(">QQ")  # exact hash, SimHash; then the URL
+_DOC = struct.Struct(">QQ")
+PROCESSORS = "crawler_ext.processors.middleware.ProcessorMiddleware"  # exact hash, SimHash; then the URL
 
 
 class ContentDedupMiddleware:
@@ -64,6 +71,9 @@ class ContentDedupMiddleware:
         index = ContentIndex(distance, Path(jobdir) / "content.sqlite3" if jobdir else None,
                              min_words=config.get(s, "CRAWLER_EXT_DEDUP_MIN_WORDS"))
         workers = config.get(s, "CRAWLER_EXT_DEDUP_WORKERS")
+        if config.get(s, "CRAWLER_EXT_PROCESSORS_ENABLED") and enabled_component(
+                s, "DOWNLOADER_MIDDLEWARES", PROCESSORS):
+            workers = 0  # the processors' workers fingerprint every document
         pool = FingerprintPool(workers, index.min_words, crawler.stats) if workers else None
         mw = cls(index, config.get(s, "CRAWLER_EXT_DEDUP_ACTION"), crawler, pool)
         if config.get(s, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis" and \
@@ -126,7 +136,16 @@ class ContentDedupMiddleware:
             self.stats.set_value(f"dedup/host_rate/{host}", round(rate, 3))
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Any:
-        if response.status != 200 or not isinstance(response, TextResponse):
+        if response.status != 200:
+            return response
+        if FINGERPRINT_META in request.meta:  # the content processors fingerprinted it
+            page = request.meta.pop(FINGERPRINT_META)
+            if page is None:  # a document no processor read: no evidence to judge by
+                if self.stats is not None:
+                    self.stats.inc_value("dedup/unjudged")
+                return response
+            return self._judge(request, response, PageFingerprint(*page))
+        if not isinstance(response, TextResponse):
             return response
         ctype = (response.headers.get("Content-Type") or b"").lower()
         if ctype and b"html" not in ctype:

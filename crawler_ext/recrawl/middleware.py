@@ -147,7 +147,10 @@ class RecrawlMiddleware:
                          spider: Any = None) -> Response:
         refresh = bool(request.meta.get(REFRESH_META))
         not_modified = response.status == 304 and refresh
-        html = b"html" in (response.headers.get("Content-Type") or b"").lower()
+        # an HTML page, or any document a content processor read (PDF, feed, text, image)
+        processed = request.meta.get("processed")
+        html = b"html" in (response.headers.get("Content-Type") or b"").lower() or (
+            processed is not None and not processed.refused and bool(processed.processor))
         if request.method != "GET" or not (not_modified or (response.status == 200 and html)):
             if refresh:  # a refresh that failed (404, 5xx after retries): try again later
                 self._again(request.url)
