@@ -1,0 +1,193 @@
+"""Content processors: PDF, feeds, plain text and images get links, dedup and archiving.
+
+The crawl test runs ``scrapy crawl web`` on a site of documents (``testweb.documents``):
+pages reachable only through a PDF's links, a feed or a text file, two prints of one PDF, an
+edited PDF, one picture in two encodings, and hostile files; the site's request log judges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from crawler_ext.processors.contract import Document
+from crawler_ext.processors.pool import ProcessorPool
+from crawler_ext.processors.registry import build_table
+from crawler_ext.processors.sniff import choose_mime
+from crawler_ext.processors.work import Runner
+from tests.conftest import archived_uris, run_crawl
+from testweb.documents import DocumentSite, build_site, make_pdf
+from testweb.requestlog import politeness_violations, read_log
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "crawler_ext" / "docs-1"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return build_site(tmp_path_factory.mktemp("docs"), CACHE)
+
+
+def _run(site: dict, path: str) -> tuple:
+    entry = site["manifest"][path]
+    body = Path(entry["file"]).read_bytes()
+    mime, how = choose_mime(entry["type"], body)
+    processed, fingerprint = Runner(build_table({})).run(
+        Document(f"http://docs.test{path}", mime, {}, body))
+    return processed, fingerprint, how
+
+
+def test_the_type_comes_from_the_bytes_where_the_header_is_missing_generic_or_lies() -> None:
+    pdf = make_pdf(["hello"])
+    assert choose_mime(None, pdf) == ("application/pdf", "sniffed")
+    assert choose_mime(b"application/octet-stream", pdf) == ("application/pdf", "sniffed")
+    assert choose_mime(b"text/html; charset=utf-8", pdf) == ("application/pdf", "overruled")
+    page = b"<!DOCTYPE html><html><body><p>not found</p></body></html>"
+    assert choose_mime(b"application/pdf", page) == ("text/html", "overruled")
+    # text is never overruled by text: the server's word is the better guess
+    assert choose_mime(b"text/plain", page) == ("text/plain", "header")
+    atom = b'<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>'
+    assert choose_mime(b"text/xml", atom)[0] == "application/atom+xml"
+
+
+def test_a_pdf_gives_text_links_and_metadata_and_its_prints_are_duplicates(site) -> None:
+    pdf, first, _ = _run(site, "/docs/manual.pdf")
+    assert pdf.content_kind == "pdf" and pdf.processor == "pdfium" and not pdf.refused
+    assert [link.url for link in pdf.links] == ["http://docs.test/pdf-only-1.html",
+                                                 "http://docs.test/pdf-only-2.html"]
+    assert pdf.metadata["title"] == "Manual" and pdf.metadata["author"] == "Docs Team"
+    assert pdf.metadata["pages"] == 8 and pdf.metadata["created"] == 1704110400.0
+    assert "politeness" in pdf.text and pdf.text_length > 5000
+    _, again, _ = _run(site, "/docs/manual-print2.pdf")
+    assert Path(site["manifest"]["/docs/manual.pdf"]["file"]).read_bytes() != \
+        Path(site["manifest"]["/docs/manual-print2.pdf"]["file"]).read_bytes()
+    assert again == first  # byte-different, text-identical: one fingerprint
+    _, edited, _ = _run(site, "/docs/manual-edited.pdf")
+    assert edited.exact != first.exact
+    assert bin(edited.simhash ^ first.simhash).count("1") <= 3  # a near-duplicate
+
+
+def test_feeds_text_and_images(site) -> None:
+    rss, _, _ = _run(site, "/news/rss.xml")
+    assert [link.url for link in rss.links][:2] == ["http://docs.test/feed-only-1.html",
+                                                    "http://docs.test/feed-only-2.html"]
+    assert rss.links[0].text == "First"
+    assert rss.metadata["dates"]["http://docs.test/feed-only-1.html"] == 1704103200.0
+    atom, _, how = _run(site, "/news/atom.xml")  # served as text/xml
+    assert atom.content_kind == "feed" and [link.url for link in atom.links] == [
+        "http://docs.test/atom-only-1.html"]
+    text, _, _ = _run(site, "/notes.txt")
+    assert [link.url for link in text.links] == ["http://docs.test/text-only.html"]
+    png, png_print, _ = _run(site, "/img/figure.png")
+    jpg, jpg_print, _ = _run(site, "/img/figure.jpg")
+    assert (png.metadata["format"], jpg.metadata["format"]) == ("PNG", "JPEG")
+    assert png.metadata["width"] == 256 and not png.links
+    assert bin(png_print.simhash ^ jpg_print.simhash).count("1") <= 3
+
+
+def test_hostile_documents_cost_one_worker_at_most(site) -> None:
+    """Each hostile file in the real worker pool: refused and counted, or read within its
+    caps; the pool answers every one, and the event loop is never held up."""
+    paths = [p for p in site["manifest"] if p.startswith("/hostile/") and p != "/hostile/slow.pdf"]
+
+    async def main() -> tuple[dict, float, Counter]:
+        stats: Counter = Counter()
+
+        class Stats:
+            def inc_value(self, key: str, count: int = 1) -> None:
+                stats[key] += count
+
+        pool = ProcessorPool(1, build_table({}), timeout=8.0, memory_mb=400, stats=Stats())
+        pool.start()
+        lag = [0.0]
+
+        async def beat() -> None:  # the event loop's longest stall while documents run
+            while True:
+                before = time.monotonic()
+                await asyncio.sleep(0.05)
+                lag[0] = max(lag[0], time.monotonic() - before - 0.05)
+
+        beater = asyncio.ensure_future(beat())
+        answers = {}
+        try:
+            for path in paths + ["/docs/manual.pdf"]:
+                entry = site["manifest"][path]
+                body = Path(entry["file"]).read_bytes()
+                mime, _ = choose_mime(entry["type"], body)
+                answers[path] = (await pool.process(Document(f"http://docs.test{path}",
+                                                             mime, {}, body)))[0]
+        finally:
+            beater.cancel()
+            pool.close()
+        return answers, lag[0], stats
+
+    started = time.monotonic()
+    answers, lag, stats = asyncio.run(main())
+    refused = {path: answer.refused for path, answer in answers.items()}
+    assert refused["/hostile/truncated.pdf"] == "error"
+    assert refused["/hostile/encrypted.pdf"] == "encrypted"
+    assert refused["/hostile/laughs.xml"] == "hostile_xml"
+    assert refused["/hostile/bomb.png"] == "bomb"
+    assert refused["/hostile/cyclic.pdf"] in ("error", "")
+    # the 1 GB inflation: out of memory, killed at its time cap, or read page by page
+    assert refused["/hostile/inflate-1g.pdf"] in ("", "memory", "crashed", "timeout")
+    many = answers["/hostile/annots-100k.pdf"]
+    assert refused["/hostile/annots-100k.pdf"] == "" and 1000 <= len(many.links) <= 10_000
+    assert refused["/docs/manual.pdf"] == "" and len(answers["/docs/manual.pdf"].links) == 2
+    assert lag < 0.5, lag
+    assert time.monotonic() - started < 60
+    print(refused, dict(stats), f"loop lag {lag:.3f} s")
+
+
+def test_a_crawl_follows_links_from_every_kind_and_survives_hostile_files(tmp_path) -> None:
+    with DocumentSite(CACHE, tmp_path / "web") as web:
+        started = time.monotonic()
+        result = run_crawl("-a", f"seeds={web.url()}", items_path=tmp_path / "items.jsonl",
+                           settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
+                                     "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.05,
+                                     "CRAWLER_EXT_PROCESSOR_TIMEOUT": 10,
+                                     "CRAWLER_EXT_DEDUP_ACTION": "mark",
+                                     "LOG_LEVEL": "INFO"}, timeout=180)
+        took = time.monotonic() - started
+    (tmp_path / "crawl.log").write_text(result.output)
+    assert result.returncode == 0, result.output[-3000:]
+    assert "Traceback" not in result.output, result.output[-3000:]
+    log = read_log(web.log_path)
+    fetched = {e.path for e in log}
+    for kind, paths in web.truth["only"].items():
+        assert set(paths) <= fetched, (kind, sorted(set(paths) - fetched))
+    items = {urlsplit(i["url"]).path: i for i in result.items}
+    for kind in ("exact", "near"):  # whichever of a pair came second is the copy
+        for one, other in web.truth[kind]:
+            verdicts = sorted((items[a]["dedup"]["verdict"], urlsplit(
+                items[a]["dedup"]["original"] or "").path, b) for a, b in [(one, other),
+                                                                          (other, one)])
+            assert verdicts[0][0] == kind and verdicts[0][1] == verdicts[0][2], verdicts
+    manual = items["/docs/manual.pdf"]
+    assert (manual["content_kind"], manual["processor"], manual["outlinks"]) == ("pdf", "pdfium", 2)
+    assert manual["text_length"] > 5000
+    assert items["/news/rss.xml"]["content_kind"] == "feed"
+    assert items["/img/figure.png"]["content_kind"] == "image"
+    assert items["/docs/untyped"]["content_kind"] == "pdf"
+    stats = result.stats
+    assert result.stat("processor/pdf/too_large") == 1  # the slow 200 MB download, cut
+    assert result.stat("processor/pdf/encrypted") == 1
+    assert result.stat("processor/feed/hostile_xml") == 1
+    assert result.stat("processor/image/bomb") == 1
+    assert result.stat("processor/sniff/overruled") >= 1
+    assert result.stat("processor/sniff/sniffed") >= 1
+    assert result.stat("dedup/exact") >= 2 and result.stat("dedup/near") >= 1
+    slow = [e for e in log if e.path == "/hostile/slow.pdf"]
+    assert slow and slow[0].bytes < 40 * 1024 * 1024, slow
+    assert politeness_violations(log, min_gap=0.05) == []
+    assert result.stat("memusage/max", 0) < 1024 ** 3
+    archived = archived_uris(tmp_path / "warcs")  # warcio check passes on each WARC
+    assert web.url("/docs/manual.pdf") in archived
+    print(f"crawl took {took:.1f} s;", json.dumps({k: v for k, v in stats.items()
+                                                   if k.startswith("processor/")}))
