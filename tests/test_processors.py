@@ -191,3 +191,53 @@ def test_a_crawl_follows_links_from_every_kind_and_survives_hostile_files(tmp_pa
     assert web.url("/docs/manual.pdf") in archived
     print(f"crawl took {took:.1f} s;", json.dumps({k: v for k, v in stats.items()
                                                    if k.startswith("processor/")}))
+
+
+@pytest.fixture(scope="module")
+def real() -> list:
+    from testweb.pdfcorpus import real_pdfs
+
+    pdfs = real_pdfs()
+    if not pdfs:
+        pytest.skip("no real PDFs: apt-get download failed (offline?)")
+    return pdfs
+
+
+def test_real_pdfs_manuals_and_chromium_prints(real) -> None:
+    """Real manuals from Debian packages, and real documentation pages printed by Chromium:
+    every one read; a print's links are its page's links; two prints are one document."""
+    import lxml.html
+
+    from testweb.corpus import build_corpus
+    from testweb.pdfcorpus import PRINTED
+
+    runner = Runner(build_table({}))
+    fingerprints: dict[str, int] = {}
+    kept = [0, 0]  # the pages' links found in their prints, of all
+    for pdf in real:
+        processed, page = runner.run(Document(f"http://pdfs.test/{pdf.name}", "application/pdf",
+                                              {}, pdf.path.read_bytes()))
+        words = len(processed.text.split())
+        assert not processed.refused and processed.metadata["pages"] > 0, pdf.name
+        assert words >= 100 * processed.metadata["pages"], (pdf.name, words)
+        fingerprints[pdf.name] = page.exact
+        if not pdf.source.startswith("chromium:"):
+            continue
+        site = pdf.source.split(":", 1)[1]
+        root = next(s.root for s in build_corpus() if s.name == site)
+        html = lxml.html.fromstring((root / dict(PRINTED)[site]).read_bytes())
+        hrefs = {urlsplit(h).path.rsplit("/", 1)[-1] for h in html.xpath("//a/@href")
+                 if not h.startswith(("#", "mailto:")) and urlsplit(h).path}
+        found = {urlsplit(link.url).path.rsplit("/", 1)[-1] for link in processed.links}
+        # a print keeps the visible links (Doxygen's hidden menus are not printed)
+        assert len(hrefs & found) >= 0.5 * len(hrefs), (pdf.name, sorted(hrefs - found)[:5])
+        kept[0] += len(hrefs & found)
+        kept[1] += len(hrefs)
+    assert kept[0] >= 0.85 * kept[1], kept
+    manuals = [p for p in real if not p.source.startswith("chromium:")]
+    assert sum(1 for p in manuals if fingerprints[p.name]) == len(manuals) >= 10
+    assert len({fingerprints[p.name] for p in manuals}) == len(manuals)  # all different
+    for site, _ in PRINTED:  # printed twice, at different times: byte-different, one text
+        one, two = f"{site}-1.pdf", f"{site}-2.pdf"
+        if one in fingerprints and two in fingerprints:
+            assert fingerprints[one] == fingerprints[two], site
