@@ -3,7 +3,7 @@
     python benchmarks/run.py [politeness] [priority] [priority_real] [scale] [seen] [dedup]
                              [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
                              [distributed_scale] [recrawl] [render] [dispatch] [outlinks]
-                             [soak] [fuzz]
+                             [soak] [fuzz] [processors]
                              [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
@@ -45,12 +45,14 @@ BENCHES = {
     "recrawl": ("recrawl", "bench_recrawl"),
     "render": ("render", "bench_render"),
     "dispatch": ("scale", "bench_dispatch"),
+    "processors": ("processors", "bench_processors"),
 }
 #: measurements run in a process of their own (``harness.in_child``): module, function
 CHILDREN = {
     "scale": ("scale", "scale_run"),
     "disk-frontier": ("engines", "disk_frontier_run"),
     "engine-feed": ("cpu", "engine_feed"),
+    "pdf-library": ("processors", "pdf_library_run"),
 }
 
 

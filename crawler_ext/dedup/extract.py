@@ -23,7 +23,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from resiliparse.parse.html import HTMLTree
 
-__all__ = ["FingerprintText", "fingerprint_text", "main_text", "normalise", "parse_html",
+__all__ = ["FingerprintText", "decode_html", "fingerprint_text", "main_text", "normalise",
            "too_deep"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -44,16 +44,13 @@ class FingerprintText(NamedTuple):
     basis: str
 
 
-def parse_html(html: str | bytes) -> HTMLTree:
-    """The page's DOM (Resiliparse's lexbor parser; bytes decoded by their detected
-    encoding)."""
-    return _tree(html)
+def decode_html(html: bytes) -> str:
+    """The page's text, decoded by its detected encoding (UTF-8 if none is found)."""
+    return bytes_to_str(html, detect_encoding(html) or "utf-8")
 
 
 def _tree(html: str | bytes) -> HTMLTree:
-    if isinstance(html, bytes):
-        html = bytes_to_str(html, detect_encoding(html) or "utf-8")
-    return HTMLTree.parse(html)
+    return HTMLTree.parse(decode_html(html) if isinstance(html, bytes) else html)
 
 
 def normalise(text: str) -> str:
@@ -84,13 +81,11 @@ def too_deep(html: str | bytes, limit: int = MAX_MAIN_DEPTH) -> bool:
     return False
 
 
-def fingerprint_text(html: str | bytes, min_words: int = 20,
-                     tree: HTMLTree | None = None) -> FingerprintText:
+def fingerprint_text(html: str | bytes, min_words: int = 20) -> FingerprintText:
     """The main text if it has at least ``min_words`` words, else the full visible text if
     that has, else ``("", "body")``.  A page nested deeper than ``MAX_MAIN_DEPTH`` goes
-    straight to its full text (main-content detection would take minutes).  ``tree``: the
-    page already parsed (by :func:`parse_html`), so it is not parsed twice."""
-    tree = tree if tree is not None else _tree(html)
+    straight to its full text (main-content detection would take minutes)."""
+    tree = _tree(html)
     if not too_deep(html):
         text = normalise(extract_plain_text(tree, main_content=True, alt_texts=False))
         if text.count(" ") + 1 >= min_words:

@@ -1,15 +1,23 @@
 """HTML: the text content dedup fingerprints, and the page's links with their anchor text.
 
-One parse (Resiliparse's lexbor parser) serves both.  The text is what
-:func:`crawler_ext.dedup.extract.fingerprint_text` takes -- the main content's words, or the
-full visible text where the main content is too short -- so ``metadata["text_basis"]`` says
-which (``main``, ``full``, or ``body``: too little text, the raw body is hashed instead).
-Links are the ``<a href>`` not marked ``rel=nofollow``, resolved against ``<base href>``.
+The text is what :func:`crawler_ext.dedup.extract.fingerprint_text` takes -- the main
+content's words, or the full visible text where the main content is too short -- so
+``metadata["text_basis"]`` says which (``main``, ``full``, or ``body``: too little text, the
+raw body is hashed instead).  Links are the ``<a href>`` not marked ``rel=nofollow``,
+resolved against ``<base href>``, read with lxml (as Scrapy's selectors read them):
+walking Resiliparse's DOM from Python costs about 7 µs a node, and iterating its element
+collections takes time quadratic in their length (106 s for 5,000 links), against 0.6 ms
+for a typical page and 0.7 s for a page of 200,000 links with lxml.
 """
 
 from __future__ import annotations
 
-from crawler_ext.dedup.extract import fingerprint_text, parse_html
+from typing import Any
+
+import lxml.html
+from lxml import etree
+
+from crawler_ext.dedup.extract import decode_html, fingerprint_text
 from crawler_ext.processors.contract import Document, Link, Processed
 from crawler_ext.processors.links import extract_links
 
@@ -18,39 +26,52 @@ __all__ = ["HtmlProcessor"]
 MAX_ANCHOR_TEXT = 200
 
 
+def _lxml_tree(body: bytes, text: str) -> Any:
+    try:
+        return lxml.html.document_fromstring(text)
+    except ValueError:  # a str with an XML encoding declaration: lxml wants the bytes
+        return lxml.html.document_fromstring(body)
+
+
 class HtmlProcessor:
     name = "html"
     content_kind = "html"
     min_words = 20  # the worker sets CRAWLER_EXT_DEDUP_MIN_WORDS
 
     def process(self, document: Document) -> Processed:
-        tree = parse_html(document.body)
-        text, basis = fingerprint_text(document.body, self.min_words, tree)
+        decoded = decode_html(document.body)
+        text, basis = fingerprint_text(decoded, self.min_words)
+        metadata: dict[str, object] = {"text_basis": basis}
+        try:
+            root = _lxml_tree(document.body, decoded)
+        except (etree.ParserError, ValueError):  # an empty or unreadable document
+            return Processed("html", self.name, text, (), metadata)
+        title = root.find(".//title")
+        metadata["title"] = " ".join((title.text_content() if title is not None else "").split())
+        if root.get("lang"):
+            metadata["language"] = root.get("lang")
         base = document.url
-        if tree.head is not None:
-            tag = tree.head.query_selector("base[href]")
-            if tag is not None:
-                resolved, _ = extract_links(document.url, [tag.getattr("href") or ""])
-                base = resolved[0] if resolved else document.url
-        anchors: dict[str, str] = {}
-        if tree.document is not None:
-            for anchor in tree.document.query_selector_all("a[href]"):
-                if "nofollow" in (anchor.getattr("rel") or "").lower().split():
-                    continue
-                href = anchor.getattr("href") or ""
-                anchors.setdefault(href, " ".join((anchor.text or "").split())[:MAX_ANCHOR_TEXT])
+        for href in root.iterfind(".//base[@href]"):
+            resolved, _ = extract_links(document.url, [href.get("href") or ""])
+            base = resolved[0] if resolved else document.url
+            break
         links: dict[str, Link] = {}
         invalid: dict[str, int] = {}
-        for href, label in anchors.items():
+        for anchor in root.iter("a"):
+            try:
+                href, rel = anchor.get("href"), anchor.get("rel") or ""
+            except ValueError:  # attributes lxml cannot read (control characters)
+                invalid["unreadable"] = invalid.get("unreadable", 0) + 1
+                continue
+            if href is None or "nofollow" in rel.lower().split():
+                continue
             urls, reasons = extract_links(base, [href])
             for url in urls:
-                links.setdefault(url, Link(url, label))
+                if url not in links:
+                    label = " ".join(anchor.text_content().split())[:MAX_ANCHOR_TEXT]
+                    links[url] = Link(url, label)
             for reason in reasons:
                 invalid[reason] = invalid.get(reason, 0) + 1
-        metadata: dict[str, object] = {"title": tree.title or "", "text_basis": basis}
         if invalid:
             metadata["links_invalid"] = invalid
-        html = tree.document.query_selector("html") if tree.document is not None else None
-        if html is not None and html.getattr("lang"):
-            metadata["language"] = html.getattr("lang")
         return Processed("html", self.name, text, tuple(links.values()), metadata)

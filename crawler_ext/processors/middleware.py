@@ -26,6 +26,7 @@ from scrapy.http import Response
 
 from crawler_ext import config
 from crawler_ext.dedup.index import FINGERPRINT_META
+from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META
 from crawler_ext.processors.contract import Document, Processed
 from crawler_ext.processors.pool import ProcessorPool
 from crawler_ext.processors.registry import build_table
@@ -102,8 +103,8 @@ class ProcessorMiddleware:
     def process_response(self, request: Request, response: Response,
                          spider: Any = None) -> Any:
         self._received.pop(request, None)
-        if response.status != 200 or request.method == "HEAD":
-            return response
+        if response.status != 200 or request.method == "HEAD" or request.meta.get(ROBOTS_META):
+            return response  # (robots.txt is the frontier's, not a document)
         return self._process(request, response)  # (a coroutine: Scrapy awaits it)
 
     async def _process(self, request: Request, response: Response) -> Response:

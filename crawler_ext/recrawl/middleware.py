@@ -119,7 +119,7 @@ class RecrawlMiddleware:
             logger.warning("Recrawl: the frontier scheduler is not in use; pages will not be "
                            "refreshed")
         else:
-            logger.info("Recrawl: every HTML page is fetched again when its estimated change "
+            logger.info("Recrawl: every page and document is fetched again when its estimated change "
                         "rate and its host's budget say so (intervals %g s to %g s, %d%% of a "
                         "host's fetches); the crawl runs until stopped",
                         self.policy.min_interval, self.policy.max_interval,
