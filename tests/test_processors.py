@@ -241,3 +241,86 @@ def test_real_pdfs_manuals_and_chromium_prints(real) -> None:
         one, two = f"{site}-1.pdf", f"{site}-2.pdf"
         if one in fingerprints and two in fingerprints:
             assert fingerprints[one] == fingerprints[two], site
+
+
+class SleepyProcessor:
+    """A processor that never answers (a pathological document)."""
+
+    name = "sleepy"
+    content_kind = "text"
+
+    def process(self, document: Document):
+        time.sleep(600)
+
+
+class CrashingProcessor:
+    """A processor that dies in C code (as a parser's bug would)."""
+
+    name = "crashing"
+    content_kind = "text"
+
+    def process(self, document: Document):
+        import ctypes
+
+        ctypes.string_at(0)  # SIGSEGV
+
+
+def test_a_stuck_or_crashing_processor_costs_its_worker_and_no_other_document() -> None:
+    table = build_table({"text/x-sleepy": "tests.test_processors.SleepyProcessor",
+                         "text/x-crash": "tests.test_processors.CrashingProcessor"})
+    pdf = make_pdf(["A document after the bad ones. " * 10], ["http://docs.test/after"])
+
+    async def main() -> tuple[list, Counter]:
+        stats: Counter = Counter()
+
+        class Stats:
+            def inc_value(self, key: str, count: int = 1) -> None:
+                stats[key] += count
+
+        pool = ProcessorPool(1, table, timeout=1.0, stats=Stats())
+        pool.start()
+        try:
+            answers = [await pool.process(Document("http://docs.test/x", mime, {}, body))
+                       for mime, body in (("text/x-sleepy", b"z"), ("text/x-crash", b"z"),
+                                          ("application/pdf", pdf))]
+        finally:
+            pool.close()
+        return answers, stats
+
+    answers, stats = asyncio.run(main())
+    assert [a[0].refused for a in answers] == ["timeout", "crashed", ""]
+    assert [link.url for link in answers[2][0].links] == ["http://docs.test/after"]
+    assert answers[2][1] is not None  # and its fingerprint
+    assert stats["processor/workers/restarted"] == 2
+
+
+def test_processors_registered_by_setting_and_entry_point(tmp_path: Path, monkeypatch) -> None:
+    from crawler_ext.errors import ConfigError
+
+    dist = tmp_path / "csvproc-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: csvproc\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[crawler_ext.processors]\ntext/csv = tests.test_processors:SleepyProcessor\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    table = build_table({})
+    assert table["text/csv"] == "tests.test_processors.SleepyProcessor"
+    table = build_table({"text/csv": None, "image/*": "None",
+                         "application/pdf": "tests.test_processors.CrashingProcessor"})
+    assert "text/csv" not in table and "image/*" not in table
+    assert Runner(table).processor("application/pdf").name == "crashing"
+    assert Runner(table).processor("image/png") is None
+    with pytest.raises(ConfigError, match="cannot load 'no.such.Processor' for text/x-foo"):
+        build_table({"text/x-foo": "no.such.Processor"})
+    with pytest.raises(ConfigError, match="not a MIME type"):
+        build_table({"pdf": "crawler_ext.processors.pdf.PdfProcessor"})
+
+
+def test_a_processor_that_cannot_be_loaded_stops_the_crawl_with_one_line(tmp_path) -> None:
+    result = run_crawl("-a", "seeds=http://docs.test:9/", items_path=tmp_path / "items.jsonl",
+                       settings={"CRAWLER_EXT_PROCESSORS": '{"text/x-foo": "no.such.Processor"}'},
+                       timeout=60)
+    assert result.returncode == 2
+    assert "error: CRAWLER_EXT_PROCESSORS: cannot load 'no.such.Processor' for text/x-foo" \
+        in result.output
+    assert "Traceback" not in result.output

@@ -15,6 +15,7 @@ from scrapy.exceptions import UsageError
 
 from crawler_ext import config
 from crawler_ext.addon import SCHEDULER_PATHS, Addon
+from crawler_ext.processors.registry import build_table
 from crawler_ext.render.browser import require_render
 
 
@@ -26,6 +27,8 @@ class Command(ScrapyCrawlCommand):
         try:
             config.validate_all(self.settings)
             require_render(self.settings)
+            if config.get(self.settings, "CRAWLER_EXT_PROCESSORS_ENABLED"):
+                build_table(config.get(self.settings, "CRAWLER_EXT_PROCESSORS"))
         except config.ConfigError as exc:
             raise UsageError(str(exc), print_help=False) from None
         if _uses_frontier(self.settings):

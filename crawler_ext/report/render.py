@@ -71,6 +71,21 @@ def _warc_files(run: Run) -> tuple[str | None, list[tuple[str, int]]]:
     return str(path), [(p.name, p.stat().st_size) for p in files]
 
 
+def content_kinds(stats: dict[str, Any]) -> str:
+    """``html 1,204 · pdf 12 (3 refused)``: the content processors' documents by kind."""
+    read: dict[str, int] = {}
+    refused: dict[str, int] = {}
+    for key, value in stats.items():
+        parts = key.split("/")
+        if len(parts) != 3 or parts[0] != "processor" or parts[1] in ("sniff", "workers"):
+            continue
+        target = read if parts[2] == "processed" else refused
+        target[parts[1]] = target.get(parts[1], 0) + int(value)
+    return " · ".join(f"{kind} {read.get(kind, 0):,}" + (f" ({refused[kind]:,} refused)"
+                                                         if refused.get(kind) else "")
+                      for kind in sorted(set(read) | set(refused)))
+
+
 def _when(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -118,6 +133,9 @@ def render(runs: list[Run]) -> str:
                         f"{stats.get('render/detected', 0)} / {stats.get('render/rendered', 0)}"
                         f" / {failed} / {stats.get('render/subrequests_blocked', 0)} / "
                         f"{stats.get('render/ms', '-')}"])
+    kinds = content_kinds(stats)
+    if kinds:
+        summary.append(["documents by content kind: read (refused)", kinds])
     slow = sorted(hosts, key=lambda h: (-h["backoffs"], -h["max_delay"]))[:15]
     figures = "\n".join(
         f"<figure class='plot' id='plot-{name}'><img alt='{html.escape(title)}' "

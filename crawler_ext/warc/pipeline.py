@@ -209,7 +209,8 @@ class WarcPipeline:
         if not isinstance(url, str):  # a user's own item, not a page: the WARC has the fetch
             return item
         data = {k: fields.get(k) for k in ("url", "final_url", "status", "depth", "fetch_time",
-                                           "fetched_at", "links", "canonical", "noindex")}
+                                           "fetched_at", "links", "canonical", "noindex",
+                                           "content_kind", "processor", "text_length")}
         data["dedup"] = fields.get("dedup")
         self._metadata(url, data)
         return item
