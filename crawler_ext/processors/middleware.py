@@ -29,7 +29,7 @@ from crawler_ext.dedup.index import FINGERPRINT_META
 from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META
 from crawler_ext.processors.contract import Document, Processed
 from crawler_ext.processors.pool import ProcessorPool
-from crawler_ext.processors.registry import build_table
+from crawler_ext.processors.registry import build_table, lookup
 from crawler_ext.processors.sniff import choose_mime, kind_of, media_type
 from crawler_ext.signals import sitemap_lastmod
 
@@ -113,8 +113,15 @@ class ProcessorMiddleware:
         kind = kind_of(mime)
         if how != "header":
             self.stats.inc_value(f"processor/sniff/{how}")
+            if how == "unsniffed" and "unsniffed" not in self._logged:
+                self._logged.add("unsniffed")
+                logger.warning("Content processors: libmagic is not installed (python-magic "
+                               "needs it): documents are taken for what their Content-Type "
+                               "says; counted in processor/sniff/unsniffed")
         if request.meta.pop(_CUT_META, False) or len(body) > self.cap(kind):
             processed, page = Processed(kind, "", refused="too_large"), None
+        elif lookup(self.pool.table, mime) is None:  # a type no processor reads
+            processed, page = Processed(kind, ""), None
         else:
             headers = {k.decode("latin-1").lower(): b", ".join(v).decode("latin-1")
                        for k, v in response.headers.items()}
