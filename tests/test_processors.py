@@ -91,6 +91,7 @@ def test_feeds_text_and_images(site) -> None:
     assert bin(png_print.simhash ^ jpg_print.simhash).count("1") <= 3
 
 
+@pytest.mark.slow
 def test_hostile_documents_cost_one_worker_at_most(site) -> None:
     """Each hostile file in the real worker pool: refused and counted, or read within its
     caps; the pool answers every one, and the event loop is never held up."""
@@ -145,6 +146,7 @@ def test_hostile_documents_cost_one_worker_at_most(site) -> None:
     print(refused, dict(stats), f"loop lag {lag:.3f} s")
 
 
+@pytest.mark.slow
 def test_a_crawl_follows_links_from_every_kind_and_survives_hostile_files(tmp_path) -> None:
     with DocumentSite(CACHE, tmp_path / "web") as web:
         started = time.monotonic()
@@ -203,6 +205,7 @@ def real() -> list:
     return pdfs
 
 
+@pytest.mark.slow
 def test_real_pdfs_manuals_and_chromium_prints(real) -> None:
     """Real manuals from Debian packages, and real documentation pages printed by Chromium:
     every one read; a print's links are its page's links; two prints are one document."""

@@ -1,7 +1,8 @@
 """``RecrawlMiddleware``: continuous crawling (``CRAWLER_EXT_RECRAWL_ENABLED = True``).
 
 A downloader middleware (order 440: it sees a response after content dedup has fingerprinted
-it).  Every fetched HTML page is recorded in the :class:`~crawler_ext.recrawl.policy.RefreshPolicy`
+it).  Every fetched HTML page (and every document a content processor read: PDF, feed,
+text, image) is recorded in the :class:`~crawler_ext.recrawl.policy.RefreshPolicy`
 (fetch time, ``ETag``, ``Last-Modified``, the dedup middleware's exact content hash) and gets
 a due time; the frontier queues its refresh as a delayed entry in the page's host queue, so a
 refresh shares the host's politeness slot with discovery, and robots.txt and the SSRF guard
