@@ -34,7 +34,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import lxml.html
 
-__all__ = ["Site", "build_corpus", "reachable", "resolve_path", "HELD_OUT"]
+__all__ = ["Site", "build_corpus", "reachable", "resolve_path", "unpack_debian", "HELD_OUT"]
 
 HELD_OUT = ("python3-doc", "postgresql-doc", "python-django-doc", "git-doc", "python-scrapy-doc")
 
@@ -123,10 +123,13 @@ def reachable(root: Path, start: str) -> set[str]:
 
 
 # -- Debian documentation packages -------------------------------------------------------------
-def _debian_sites(cache: Path) -> list[Site]:
+def unpack_debian(packages: list[str], cache: Path) -> Path:
+    """Download the Debian ``packages`` not yet unpacked (``apt-get download``, nothing
+    installed) and unpack each into ``cache/debian/<package>`` (``dpkg-deb -x``), marked
+    done by a ``.done`` file; return ``cache/debian``.  Offline, what is missing stays so."""
     debs = cache / "debs"
     unpacked = cache / "debian"
-    missing = [p for p in DEBIAN_SITES if not (unpacked / p / ".done").exists()]
+    missing = [p for p in packages if not (unpacked / p / ".done").exists()]
     if missing and shutil.which("apt-get"):
         debs.mkdir(parents=True, exist_ok=True)
         subprocess.run(["apt-get", "download", *missing], cwd=debs, capture_output=True,
@@ -141,6 +144,11 @@ def _debian_sites(cache: Path) -> list[Site]:
             subprocess.run(["dpkg-deb", "-x", str(found[-1]), str(dest)], check=True,
                            timeout=300)
             (dest / ".done").write_text("")
+    return unpacked
+
+
+def _debian_sites(cache: Path) -> list[Site]:
+    unpacked = unpack_debian(list(DEBIAN_SITES), cache)
     sites = []
     for package, (name, generator, start) in DEBIAN_SITES.items():
         dest = unpacked / package

@@ -74,30 +74,15 @@ def print_to_pdf(url: str, out: Path, hosts: str = "", timeout: float = 60) -> b
 
 
 def _debian(cache: Path) -> list[RealPdf]:
-    debs, unpacked = cache / "debs", cache / "debian"
-    missing = [p for p in DEBIAN_PDFS if not (unpacked / p / ".done").exists()]
-    if missing and shutil.which("apt-get"):
-        debs.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["apt-get", "download", *missing], cwd=debs, capture_output=True,
-                       timeout=600, check=False)
-        for package in missing:
-            found = sorted(debs.glob(f"{package}_*.deb"))
-            if not found:
-                continue
-            dest = unpacked / package
-            shutil.rmtree(dest, ignore_errors=True)
-            dest.mkdir(parents=True)
-            subprocess.run(["dpkg-deb", "-x", str(found[-1]), str(dest)], check=True,
-                           timeout=300)
-            for inner in DEBIAN_PDFS[package]:
-                if inner.endswith(".gz") and (dest / inner).is_file():
-                    (dest / inner[:-3]).write_bytes(gzip.decompress((dest / inner).read_bytes()))
-            (dest / ".done").write_text("")
-            found[-1].unlink()
+    from testweb.corpus import unpack_debian
+
+    unpacked = unpack_debian(list(DEBIAN_PDFS), cache)
     pdfs = []
     for package, inners in DEBIAN_PDFS.items():
         for inner in inners:
-            path = unpacked / package / inner.removesuffix(".gz")
+            packed, path = unpacked / package / inner, unpacked / package / inner.removesuffix(".gz")
+            if packed != path and packed.is_file() and not path.is_file():
+                path.write_bytes(gzip.decompress(packed.read_bytes()))
             if path.is_file():
                 pdfs.append(RealPdf(path.name, package, path))
     return pdfs
