@@ -51,6 +51,7 @@ _COMPONENTS = [
     ("DOWNLOADER_MIDDLEWARES", "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
      None),
     ("SPIDER_MIDDLEWARES", "crawler_ext.frontier.knownlinks.KnownLinksMiddleware", 50),
+    ("SPIDER_MIDDLEWARES", "crawler_ext.focus.middleware.FocusMiddleware", 60),
     ("ITEM_PIPELINES", "crawler_ext.warc.pipeline.WarcPipeline", 800),
     ("EXTENSIONS", "crawler_ext.statsfile.StatsFile", 0),
     ("EXTENSIONS", "crawler_ext.report.CrawlTimeSeries", 0),

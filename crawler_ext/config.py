@@ -15,7 +15,8 @@ from typing import Any
 
 from crawler_ext.errors import ConfigError
 
-__all__ = ["SETTINGS", "ConfigError", "Setting", "default_text", "get", "validate_all"]
+__all__ = ["SETTINGS", "ConfigError", "Setting", "default_text", "focus_enabled", "get",
+           "validate_all"]
 
 
 def _bool(value: Any) -> bool:
@@ -65,8 +66,9 @@ def _strategy(value: Any) -> str:
     text = str(value or "").strip()
     if not text:
         raise ValueError("give a short name (default) or a dotted path")
-    if "." not in text and text != "default":
-        raise ValueError(f"unknown strategy {text!r}: use default, or a class's dotted path")
+    if "." not in text and text not in ("default", "focus"):
+        raise ValueError(f"unknown strategy {text!r}: use default, focus, or a class's "
+                         "dotted path")
     return text
 
 
@@ -119,6 +121,23 @@ def _sizes(value: Any) -> dict[str, int]:
 def _weights(value: Any) -> list[float]:
     """Band weights, or [] for the default (halving from band to band)."""
     return _float_list(value) if str(value).strip() not in ("", "[]") else []
+
+
+def focus_enabled(settings: Any) -> bool:
+    """Whether the crawl is focused: ``CRAWLER_EXT_FOCUS_ENABLED`` or
+    ``CRAWLER_EXT_STRATEGY=focus``; ConfigError where the two contradict each other."""
+    strategy = get(settings, "CRAWLER_EXT_STRATEGY")
+    enabled = get(settings, "CRAWLER_EXT_FOCUS_ENABLED")
+    getpriority = getattr(settings, "getpriority", None)
+    said = (getpriority("CRAWLER_EXT_FOCUS_ENABLED") is not None if getpriority else
+            "CRAWLER_EXT_FOCUS_ENABLED" in settings)
+    if enabled and strategy not in ("default", "focus"):
+        raise ConfigError(f"CRAWLER_EXT_FOCUS_ENABLED is on but CRAWLER_EXT_STRATEGY={strategy}: "
+                          "a focused crawl uses the focus strategy; drop one of the two")
+    if strategy == "focus" and said and not enabled:
+        raise ConfigError("CRAWLER_EXT_STRATEGY=focus but CRAWLER_EXT_FOCUS_ENABLED is off: "
+                          "drop one of the two")
+    return bool(enabled) or strategy == "focus"
 
 
 def band_weights(settings: Any) -> list[float]:
@@ -223,6 +242,23 @@ _SPECS = [
     Setting("CRAWLER_EXT_PROCESSOR_MAX_BYTES_BY_KIND", {}, _sizes,
             "Per content kind caps over CRAWLER_EXT_PROCESSOR_MAX_BYTES, e.g. pdf=20000000,"
             "image=5000000 (kinds: html, pdf, feed, text, image, xml, other)."),
+    Setting("CRAWLER_EXT_FOCUS_ENABLED", False, _bool,
+            "Focused crawling: the same as CRAWLER_EXT_STRATEGY=focus (docs/focus.md)."),
+    Setting("CRAWLER_EXT_FOCUS_RELEVANT", None, _optional_str,
+            "Folder of example pages on the topic (HTML or text files)."),
+    Setting("CRAWLER_EXT_FOCUS_IRRELEVANT", None, _optional_str,
+            "Folder of example pages off the topic (HTML or text files)."),
+    Setting("CRAWLER_EXT_FOCUS_KEYWORDS", [], _str_list,
+            "Words or regular expressions of the topic (a list; on the command line "
+            "comma-separated), alone or with the examples."),
+    Setting("CRAWLER_EXT_FOCUS_THRESHOLD", 0.5, _number(float, 0.0, 1.0),
+            "Relevance from which a page counts as on topic (harvest, tunnelling)."),
+    Setting("CRAWLER_EXT_FOCUS_TUNNEL_DEPTH", 2, _number(int, 0),
+            "Off-topic pages followed in a row before their links are dropped "
+            "(focus/dropped/tunnel)."),
+    Setting("CRAWLER_EXT_FOCUS_LEARN", True, _bool,
+            "Learn link scores online from the outcomes of fetched links (off: the prior "
+            "score alone)."),
     Setting("CRAWLER_EXT_DNS_MIN_TTL", 300.0, _number(float, 0),
             "Floor, in seconds, on how long a DNS answer is cached (longer TTLs are kept)."),
     Setting("CRAWLER_EXT_DNS_NEGATIVE_TTL", 60.0, _number(float, 0),
@@ -437,5 +473,6 @@ def validate_all(settings: Any) -> None:
         raise ConfigError(f"CRAWLER_EXT_POLITENESS_MAX_DELAY ({high}) is below "
                           f"CRAWLER_EXT_POLITENESS_MIN_DELAY ({low})")
     get(settings, "CRAWLER_EXT_DNS_SERVERS")
+    focus_enabled(settings)
     if get(settings, "CRAWLER_EXT_SIMHASH_DISTANCE") > 3:
         raise ConfigError("CRAWLER_EXT_SIMHASH_DISTANCE: the SimHash index answers 0 to 3")

@@ -166,5 +166,6 @@ class WebSpider(scrapy.Spider):
             "content_kind": processed.content_kind if processed is not None else None,
             "processor": processed.processor if processed is not None else None,
             "text_length": processed.text_length if processed is not None else None,
+            "relevance": response.meta.get("relevance"),  # a focused crawl's page relevance
             "render": response.meta.get("render"),  # the app-shell verdict, when judged
         }

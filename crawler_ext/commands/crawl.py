@@ -15,6 +15,7 @@ from scrapy.exceptions import UsageError
 
 from crawler_ext import config
 from crawler_ext.addon import SCHEDULER_PATHS, Addon
+from crawler_ext.focus.middleware import build_classifier
 from crawler_ext.processors.registry import build_table
 from crawler_ext.render.browser import require_render
 
@@ -29,6 +30,8 @@ class Command(ScrapyCrawlCommand):
             require_render(self.settings)
             if config.get(self.settings, "CRAWLER_EXT_PROCESSORS_ENABLED"):
                 build_table(config.get(self.settings, "CRAWLER_EXT_PROCESSORS"))
+            if config.focus_enabled(self.settings):
+                build_classifier(self.settings)  # trained again by the crawl: fast enough
         except config.ConfigError as exc:
             raise UsageError(str(exc), print_help=False) from None
         if _uses_frontier(self.settings):

@@ -25,7 +25,8 @@ from crawler_ext.frontier.scoring import Scorer
 __all__ = ["STRATEGIES", "CrawlingStrategy", "DefaultStrategy"]
 
 #: the strategies known by a short name in ``CRAWLER_EXT_STRATEGY``
-STRATEGIES = {"default": "crawler_ext.frontier.strategy.DefaultStrategy"}
+STRATEGIES = {"default": "crawler_ext.frontier.strategy.DefaultStrategy",
+              "focus": "crawler_ext.focus.strategy.FocusStrategy"}
 
 
 class CrawlingStrategy(Protocol):

@@ -73,12 +73,16 @@ def make_strategy(crawler: Crawler) -> CrawlingStrategy:
 
     s = crawler.settings
     get = lambda name: config.get(s, name)  # noqa: E731
-    name = get("CRAWLER_EXT_STRATEGY")
+    name = "focus" if config.focus_enabled(s) else get("CRAWLER_EXT_STRATEGY")
     if name == "default":
         rank_file = get("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE")
         return DefaultStrategy(Scorer(get("CRAWLER_EXT_FRONTIER_BANDS"),
                                       load_host_ranks(rank_file) if rank_file else None),
                                refresh_share=get("CRAWLER_EXT_RECRAWL_SHARE"))
+    if name == "focus":
+        from crawler_ext.focus.strategy import FocusStrategy
+
+        return FocusStrategy(get("CRAWLER_EXT_FRONTIER_BANDS"), get("CRAWLER_EXT_RECRAWL_SHARE"))
     cls = strategy_class(name)
     strategy = build_from_crawler(cls, crawler) if hasattr(cls, "from_crawler") else cls()
     _check_strategy(name, strategy, ("bands", "refresh_share"))

@@ -1,0 +1,83 @@
+"""The page classifier: how relevant a page's text is to the topic, 0 to 1.
+
+Trained at start-up from the example folders with scikit-learn: a hashing vectoriser (word
+unigrams and bigrams, no vocabulary to keep) and a logistic regression with balanced class
+weights, chosen by measurement (``benchmarks/run.py focus``).  Keywords alone make a
+keyword classifier (the share of keywords a page holds, saturating at three); with
+examples too, a keyword hit raises the model's answer.  A model that predicts one class on
+its own examples is refused: it could not tell the topic from the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from crawler_ext.errors import ConfigError
+from crawler_ext.focus.topic import Keywords
+
+__all__ = ["PageClassifier", "vectoriser"]
+
+N_FEATURES = 2 ** 18
+KEYWORD_SATURATION = 3  # keywords a page must hold to count as fully on topic by them
+
+
+def vectoriser(ngrams: tuple[int, int] = (1, 2)) -> Any:
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(n_features=N_FEATURES, alternate_sign=False,
+                             ngram_range=ngrams, norm="l2", lowercase=True)
+
+
+class PageClassifier:
+    """``relevance(text)``: the topic's probability for a page's text."""
+
+    def __init__(self, model: Any = None, keywords: Keywords | None = None) -> None:
+        self.model = model
+        self.keywords = keywords or Keywords(())
+        self._vectoriser = vectoriser() if model is not None else None
+
+    @classmethod
+    def train(cls, relevant: Sequence[str], irrelevant: Sequence[str],
+              keywords: Keywords | None = None) -> PageClassifier:
+        keywords = keywords or Keywords(())
+        if not relevant and not irrelevant:
+            if not keywords:
+                raise ConfigError("CRAWLER_EXT_FOCUS_RELEVANT, CRAWLER_EXT_FOCUS_IRRELEVANT or "
+                                  "CRAWLER_EXT_FOCUS_KEYWORDS: give examples or keywords of "
+                                  "the topic")
+            return cls(None, keywords)
+        if not relevant or not irrelevant:
+            missing = "CRAWLER_EXT_FOCUS_IRRELEVANT" if relevant else "CRAWLER_EXT_FOCUS_RELEVANT"
+            raise ConfigError(f"{missing}: the classifier learns from both relevant and "
+                              "irrelevant examples (or use CRAWLER_EXT_FOCUS_KEYWORDS alone)")
+        from sklearn.linear_model import LogisticRegression
+
+        texts = list(relevant) + list(irrelevant)
+        labels = [1] * len(relevant) + [0] * len(irrelevant)
+        features = vectoriser().transform(texts)
+        model = LogisticRegression(C=10.0, class_weight="balanced", max_iter=1000)
+        model.fit(features, labels)
+        predicted = set(model.predict(features).tolist())
+        if len(predicted) < 2:
+            raise ConfigError(f"CRAWLER_EXT_FOCUS_RELEVANT: the classifier trained on "
+                              f"{len(relevant)} relevant and {len(irrelevant)} irrelevant "
+                              f"examples predicts one class only; give examples that differ")
+        return cls(model, keywords)
+
+    def relevance(self, text: str) -> float:
+        return self.relevances([text])[0]
+
+    def relevances(self, texts: Sequence[str]) -> list[float]:
+        """The relevance of each text (one vectorisation for them all)."""
+        if not texts:
+            return []
+        keyword = [min(1.0, self.keywords.hits(t) / min(KEYWORD_SATURATION,
+                                                        len(self.keywords.patterns)))
+                   if self.keywords else 0.0 for t in texts]
+        if self.model is None:
+            return keyword
+        assert self._vectoriser is not None
+        probabilities = self.model.predict_proba(self._vectoriser.transform(texts))[:, 1]
+        return [1.0 - (1.0 - float(p)) * (1.0 - 0.5 * k)
+                for p, k in zip(probabilities, keyword, strict=True)]

@@ -1,0 +1,113 @@
+"""The link scorer: a link's chance to lead to a relevant page, learned online.
+
+A link is described by its anchor text, its URL's tokens, the relevance of the page it was
+found on and its host's harvest so far (relevant pages / fetched pages).  Before any
+outcome is known, its score is a prior: the page classifier's relevance of the anchor text
+and URL words, the parent page's relevance and the host's harvest.  Each fetched page is an
+outcome (relevant or not) for the link that led to it; from them an online logistic
+regression (scikit-learn's ``SGDClassifier``, ``partial_fit`` in small batches) learns which
+words, URL tokens and contexts lead to the topic -- ACHE's online link classifier -- and its
+answer takes over from the prior as outcomes accumulate.  ``learn=False`` keeps the prior
+alone (the crawl test compares the two).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from crawler_ext.focus.classifier import PageClassifier
+
+__all__ = ["LinkFeatures", "LinkScorer", "url_words"]
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+BATCH = 16  # outcomes learned at once
+FULL_TRUST = 400  # outcomes after which the learned answer weighs its most
+LEARNED_WEIGHT = 0.8  # the learned answer's weight at full trust
+
+
+def url_words(url: str) -> list[str]:
+    """The words of a URL's path and query (``/docs/pdf-export.html`` -> docs pdf export)."""
+    parts = urlsplit(url)
+    return [t for t in _TOKEN.findall(f"{parts.path} {parts.query}".lower())
+            if t not in ("html", "htm", "php", "aspx", "index", "www")]
+
+
+def _bucket(value: float) -> int:
+    return min(4, int(value * 5))
+
+
+@dataclass(frozen=True)
+class LinkFeatures:
+    """What is known of a link when it is found."""
+
+    url: str
+    anchor: str
+    parent_relevance: float
+    host: str
+    host_harvest: float
+
+    def tokens(self) -> list[str]:
+        words = [f"a:{w}" for w in _TOKEN.findall(self.anchor.lower())[:20]]
+        words += [f"u:{w}" for w in url_words(self.url)[:20]]
+        words += [f"p:{_bucket(self.parent_relevance)}", f"h:{_bucket(self.host_harvest)}",
+                  f"host:{self.host}"]
+        return words
+
+    def text(self) -> str:
+        return f"{self.anchor} {' '.join(url_words(self.url))}"
+
+
+class LinkScorer:
+    def __init__(self, classifier: PageClassifier, learn: bool = True) -> None:
+        self.classifier = classifier
+        self.learn = learn
+        self.outcomes = Counter[int]()
+        self._pending: list[tuple[list[str], int]] = []
+        self._model: Any = None
+        self._hasher: Any = None
+
+    def scores(self, links: Sequence[LinkFeatures]) -> list[float]:
+        """Each link's score, 0 to 1."""
+        if not links:
+            return []
+        topical = self.classifier.relevances([link.text() for link in links])
+        prior = [0.45 * t + 0.35 * link.parent_relevance + 0.2 * link.host_harvest
+                 for t, link in zip(topical, links, strict=True)]
+        if self._model is None:
+            return prior
+        learned = self._model.predict_proba(self._hash([link.tokens() for link in links]))[:, 1]
+        weight = LEARNED_WEIGHT * min(1.0, sum(self.outcomes.values()) / FULL_TRUST)
+        return [(1 - weight) * p + weight * float(q)
+                for p, q in zip(prior, learned, strict=True)]
+
+    def outcome(self, link: LinkFeatures, relevant: bool) -> None:
+        """The page ``link`` led to was fetched: learn from whether it was on topic."""
+        self.outcomes[int(relevant)] += 1
+        if not self.learn:
+            return
+        self._pending.append((link.tokens(), int(relevant)))
+        if len(self._pending) >= BATCH and len(self.outcomes) == 2:
+            self._fit()
+
+    def _hash(self, token_lists: list[list[str]]) -> Any:
+        if self._hasher is None:
+            from sklearn.feature_extraction import FeatureHasher
+
+            self._hasher = FeatureHasher(n_features=2 ** 18, input_type="string",
+                                         alternate_sign=False)
+        return self._hasher.transform(token_lists)
+
+    def _fit(self) -> None:
+        if self._model is None:
+            from sklearn.linear_model import SGDClassifier
+
+            self._model = SGDClassifier(loss="log_loss", alpha=1e-4, class_weight=None,
+                                        random_state=0)
+        tokens, labels = zip(*self._pending, strict=True)
+        self._model.partial_fit(self._hash(list(tokens)), list(labels), classes=[0, 1])
+        self._pending.clear()

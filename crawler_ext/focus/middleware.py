@@ -1,0 +1,168 @@
+"""``FocusMiddleware``: the focused crawl's spider middleware (order 60).
+
+Each response gets a relevance (``response.meta["relevance"]``: the page classifier on the
+content processor's text, or the page's own text without processors), which goes into the
+reference spider's item, the stats (``focus/fetched``, ``focus/relevant``,
+``focus/harvest_rate``, ``focus/relevance/<tenth>``) and, as an outcome, into the link
+scorer's learning for the link that led to the page.  Each request the spider yields from
+it gets its link's score as ``Request.priority`` (0 to 100, which the focus strategy maps
+onto the frontier's bands) and, in its meta, what the scorer learns from when it is
+fetched.  Off-topic branches are followed ``CRAWLER_EXT_FOCUS_TUNNEL_DEPTH`` pages deep,
+then their links are dropped (``focus/dropped/tunnel``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response, TextResponse
+
+from crawler_ext import config
+from crawler_ext.focus.classifier import PageClassifier
+from crawler_ext.focus.links import LinkFeatures, LinkScorer
+from crawler_ext.focus.strategy import SCORE_SCALE
+from crawler_ext.focus.topic import Keywords, load_examples, page_text
+
+__all__ = ["FOCUS_META", "RELEVANCE_META", "FocusMiddleware", "build_classifier"]
+
+logger = logging.getLogger(__name__)
+
+RELEVANCE_META = "relevance"
+#: a request's link features and its off-topic distance: (anchor, parent relevance, host
+#: harvest, distance)
+FOCUS_META = "crawler_ext_focus"
+
+
+def build_classifier(settings: Any) -> PageClassifier:
+    """The page classifier from the ``CRAWLER_EXT_FOCUS_*`` settings (ConfigError, one line,
+    on bad input)."""
+    get = lambda name: config.get(settings, name)  # noqa: E731
+    relevant = get("CRAWLER_EXT_FOCUS_RELEVANT")
+    irrelevant = get("CRAWLER_EXT_FOCUS_IRRELEVANT")
+    return PageClassifier.train(
+        load_examples(relevant, "CRAWLER_EXT_FOCUS_RELEVANT") if relevant else [],
+        load_examples(irrelevant, "CRAWLER_EXT_FOCUS_IRRELEVANT") if irrelevant else [],
+        Keywords.parse(get("CRAWLER_EXT_FOCUS_KEYWORDS")))
+
+
+class FocusMiddleware:
+    def __init__(self, crawler: Any, classifier: PageClassifier, threshold: float,
+                 tunnel: int, learn: bool) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.classifier = classifier
+        self.scorer = LinkScorer(classifier, learn)
+        self.threshold = threshold
+        self.tunnel = tunnel
+        self._fetched: Counter[str] = Counter()
+        self._relevant: Counter[str] = Counter()
+        self._total = [0, 0]  # fetched, relevant
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> FocusMiddleware:
+        s = crawler.settings
+        if not config.focus_enabled(s):
+            raise NotConfigured("not a focused crawl")
+        classifier = build_classifier(s)
+        mw = cls(crawler, classifier, config.get(s, "CRAWLER_EXT_FOCUS_THRESHOLD"),
+                 config.get(s, "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH"),
+                 config.get(s, "CRAWLER_EXT_FOCUS_LEARN"))
+        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+        logger.info("Focused crawl: a %s; off-topic branches followed %d pages deep",
+                    "page classifier trained from examples" if classifier.model is not None
+                    else "keyword classifier", mw.tunnel)
+        return mw
+
+    def spider_closed(self, spider: Any = None) -> None:
+        fetched, relevant = self._total
+        logger.info("Focused crawl: %d of %d pages on topic (harvest rate %.3f)", relevant,
+                    fetched, relevant / fetched if fetched else 0.0)
+
+    # -- a fetched page: its relevance, and the outcome of the link that led to it ----------
+    def process_spider_input(self, response: Response, spider: Any = None) -> None:
+        text = self._text(response)
+        if text is None:
+            return
+        relevance = self.classifier.relevance(text)
+        response.meta[RELEVANCE_META] = round(relevance, 4)
+        relevant = relevance >= self.threshold
+        host = urlsplit(response.url).netloc
+        self._fetched[host] += 1
+        self._relevant[host] += relevant
+        self._total[0] += 1
+        self._total[1] += relevant
+        stats = self.stats
+        stats.inc_value("focus/fetched")
+        if relevant:
+            stats.inc_value("focus/relevant")
+        stats.set_value("focus/harvest_rate", round(self._total[1] / self._total[0], 4))
+        stats.inc_value(f"focus/relevance/{min(9, int(relevance * 10))}")
+        carried = response.meta.get(FOCUS_META)
+        if carried:
+            anchor, parent, harvest, _ = carried
+            self.scorer.outcome(LinkFeatures(response.request.url if response.request else
+                                             response.url, anchor, parent,
+                                             urlsplit(response.url).netloc, harvest), relevant)
+
+    @staticmethod
+    def _text(response: Response) -> str | None:
+        processed = response.meta.get("processed")
+        if processed is not None:
+            return processed.text if not processed.refused else None
+        if isinstance(response, TextResponse):
+            return page_text(response.body, True)
+        return None
+
+    def harvest(self, host: str) -> float:
+        fetched = self._fetched[host]
+        return (self._relevant[host] + 0.5) / (fetched + 1)  # 0.5 for a host not seen yet
+
+    # -- the links found on it ---------------------------------------------------------------
+    def process_spider_output(self, response: Response, result: Iterable[Any],
+                              spider: Any = None) -> Iterator[Any]:
+        items, requests = self._split(result)
+        yield from items
+        yield from self._scored(response, requests)
+
+    async def process_spider_output_async(self, response: Response, result: AsyncIterator[Any],
+                                          spider: Any = None) -> AsyncIterator[Any]:
+        collected = [r async for r in result]
+        for out in self.process_spider_output(response, collected, spider):
+            yield out
+
+    @staticmethod
+    def _split(result: Iterable[Any]) -> tuple[list[Any], list[Request]]:
+        items: list[Any] = []
+        requests: list[Request] = []
+        for out in result:
+            (requests if isinstance(out, Request) else items).append(out)
+        return items, requests
+
+    def _scored(self, response: Response, requests: list[Request]) -> Iterator[Request]:
+        relevance = response.meta.get(RELEVANCE_META)
+        if relevance is None:
+            yield from requests
+            return
+        carried = response.meta.get(FOCUS_META)
+        distance = 0 if relevance >= self.threshold else (carried[3] if carried else 0) + 1
+        if distance > self.tunnel:
+            if requests:
+                self.stats.inc_value("focus/dropped/tunnel", len(requests))
+            return
+        processed = response.meta.get("processed")
+        anchors = {link.url: link.text for link in processed.links} if processed else {}
+        features = [LinkFeatures(r.url, anchors.get(r.url, ""), relevance,
+                                 urlsplit(r.url).netloc, self.harvest(urlsplit(r.url).netloc))
+                    for r in requests]
+        for request, link, score in zip(requests, features, self.scorer.scores(features),
+                                        strict=True):
+            request.priority = round(score * SCORE_SCALE)
+            request.meta[FOCUS_META] = (link.anchor, link.parent_relevance, link.host_harvest,
+                                        distance)
+            yield request

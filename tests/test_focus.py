@@ -1,0 +1,118 @@
+"""Focused crawling: the page classifier and the link scorer on real pages, the strategy's
+bands, and bad input stopping ``scrapy crawl`` with one line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from crawler_ext import config
+from crawler_ext.errors import ConfigError
+from crawler_ext.focus.classifier import PageClassifier
+from crawler_ext.focus.links import LinkFeatures, LinkScorer
+from crawler_ext.focus.strategy import FocusStrategy, band_of
+from crawler_ext.focus.topic import Keywords, load_examples, page_text
+from tests.conftest import run_crawl
+
+TOPIC = "flex"  # the flex manual (lexical analysis) is the topic; the other sites are not
+OTHERS = ("libgcrypt", "junit4", "jsoncpp", "docutils", "debian-faq")
+
+
+@pytest.fixture(scope="module")
+def pages() -> dict[str, list[Path]]:
+    from testweb.corpus import build_corpus
+
+    sites = {s.name: s for s in build_corpus()}
+    if TOPIC not in sites:
+        pytest.skip("the real-site corpus is not available (offline?)")
+    return {name: sorted(sites[name].root.rglob("*.html"))[:80]
+            for name in (TOPIC, *OTHERS) if name in sites}
+
+
+def _texts(paths: list[Path]) -> list[str]:
+    return [page_text(p.read_bytes(), True) for p in paths]
+
+
+def test_the_page_classifier_tells_the_topic_on_pages_it_never_saw(pages) -> None:
+    train = {name: _texts(paths[0::2]) for name, paths in pages.items()}
+    held_out = {name: _texts(paths[1::2]) for name, paths in pages.items()}
+    classifier = PageClassifier.train(train[TOPIC], [t for n in OTHERS if n in train
+                                                     for t in train[n]])
+    on = classifier.relevances(held_out[TOPIC])
+    off = classifier.relevances([t for n in OTHERS if n in held_out for t in held_out[n]])
+    right = sum(r >= 0.5 for r in on) + sum(r < 0.5 for r in off)
+    assert right >= 0.9 * (len(on) + len(off)), (right, len(on), len(off))
+    # keywords alone: a keyword classifier
+    keywords = PageClassifier.train([], [], Keywords.parse(["flex", "scanner", r"lex\w*"]))
+    assert sum(r >= 0.5 for r in keywords.relevances(held_out[TOPIC])) >= 0.8 * len(on)
+
+
+def test_the_link_scorer_learns_which_links_lead_to_the_topic(pages) -> None:
+    """Links whose anchors and URLs say nothing of the topic (the prior cannot tell them
+    apart): outcomes teach the scorer that links into /lex/ lead to relevant pages."""
+    classifier = PageClassifier.train([], [], Keywords.parse(["scanner"]))
+    links = [LinkFeatures(f"http://{host}.test/{kind}/page{i}.html", "next", 0.0, f"{host}.test",
+                          0.5)
+             for i in range(200) for host, kind in (("a", "lex"), ("b", "misc"))]
+    learned, fixed = LinkScorer(classifier), LinkScorer(classifier, learn=False)
+    for scorer in (learned, fixed):
+        for link in links:
+            scorer.outcome(link, "/lex/" in link.url)
+    fresh = [LinkFeatures(f"http://{h}.test/{k}/new.html", "next", 0.0, f"{h}.test", 0.5)
+             for h, k in (("a", "lex"), ("b", "misc"))]
+    lex, misc = learned.scores(fresh)
+    assert lex > misc + 0.2, (lex, misc)
+    assert fixed.scores(fresh)[0] == fixed.scores(fresh)[1]  # no learning: the prior only
+
+
+def test_the_focus_strategy_maps_scores_onto_bands() -> None:
+    strategy = FocusStrategy(16)
+    assert band_of(100, 16) == 0 and band_of(0, 16) == 15 and band_of(-5, 16) == 15
+    assert strategy.link(1, "h", 0, 0, None, False) == 0  # a start URL goes first
+    assert strategy.link(2, "h", 1, 90, 1, False) < strategy.link(3, "h", 1, 20, 1, False)
+    assert strategy.link(4, "h", 1, 90, 1, True) == strategy.link(2, "h", 1, 90, 1, False) + 1
+
+
+def test_focus_enabled_and_the_strategy_setting_agree_or_stop_the_crawl() -> None:
+    from scrapy.settings import Settings
+
+    assert config.focus_enabled(Settings({"CRAWLER_EXT_FOCUS_ENABLED": True}))
+    assert config.focus_enabled(Settings({"CRAWLER_EXT_STRATEGY": "focus"}))
+    assert not config.focus_enabled(Settings({}))
+    with pytest.raises(ConfigError, match="CRAWLER_EXT_STRATEGY=focus but"):
+        config.focus_enabled(Settings({"CRAWLER_EXT_STRATEGY": "focus",
+                                       "CRAWLER_EXT_FOCUS_ENABLED": False}))
+    with pytest.raises(ConfigError, match="CRAWLER_EXT_FOCUS_ENABLED is on but"):
+        config.focus_enabled(Settings({"CRAWLER_EXT_STRATEGY": "my.Strategy",
+                                       "CRAWLER_EXT_FOCUS_ENABLED": True}))
+
+
+def test_bad_examples_stop_the_crawl_with_one_line(tmp_path: Path) -> None:
+    empty, same_a, same_b, broken = (tmp_path / n for n in ("empty", "a", "b", "broken"))
+    for folder in (empty, same_a, same_b, broken):
+        folder.mkdir()
+    for folder in (same_a, same_b):
+        (folder / "page.html").write_text("<title>Same</title><p>the very same words here</p>")
+    os.symlink(tmp_path / "nowhere.html", broken / "gone.html")
+    with pytest.raises(ConfigError, match="holds no .html or .txt example"):
+        load_examples(empty, "CRAWLER_EXT_FOCUS_RELEVANT")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_examples(broken, "CRAWLER_EXT_FOCUS_RELEVANT")
+    with pytest.raises(ConfigError, match="predicts one class only"):
+        PageClassifier.train(load_examples(same_a, "x"), load_examples(same_b, "y"))
+    with pytest.raises(ConfigError, match="is not a regular expression"):
+        Keywords.parse(["price(", "shop"])
+    cases = [({"CRAWLER_EXT_FOCUS_RELEVANT": str(empty),
+               "CRAWLER_EXT_FOCUS_IRRELEVANT": str(same_b)}, "holds no .html or .txt example"),
+             ({"CRAWLER_EXT_FOCUS_RELEVANT": str(same_a),
+               "CRAWLER_EXT_FOCUS_IRRELEVANT": str(same_b)}, "predicts one class only"),
+             ({"CRAWLER_EXT_FOCUS_RELEVANT": str(broken),
+               "CRAWLER_EXT_FOCUS_IRRELEVANT": str(same_b)}, "cannot read"),
+             ({}, "give examples or keywords of the topic")]
+    for settings, message in cases:
+        result = run_crawl("-a", "seeds=http://focus.test:9/", timeout=60,
+                           settings={"CRAWLER_EXT_FOCUS_ENABLED": True, **settings})
+        assert result.returncode == 2, result.output[-2000:]
+        assert message in result.output and "Traceback" not in result.output, result.output
