@@ -56,7 +56,7 @@ def fmt(v: object) -> str:
 
 
 def crawl(web: TestWebServer, settings: dict, seeds: str, workdir: Path, *spider_args: str,
-          timeout: float = 900) -> dict:
+          timeout: float = 900, env: dict | None = None) -> dict:
     """Run `scrapy crawl web` once; return its final stats."""
     stats_file = workdir / f"stats-{time.monotonic_ns()}.json"
     settings = {"CRAWLER_EXT_WARC_DIR": str(workdir / "warcs"),
@@ -67,7 +67,7 @@ def crawl(web: TestWebServer, settings: dict, seeds: str, workdir: Path, *spider
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})))
     if proc.returncode != 0 or not stats_file.exists():
         raise RuntimeError(f"crawl failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return json.loads(stats_file.read_text())

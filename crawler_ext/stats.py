@@ -110,6 +110,14 @@ STATS: list[Stat] = [
          "overruled (the header lied), unsniffed (libmagic missing: the header trusted)."),
     Stat(("processor/workers/restarted",),
          "processor workers replaced after a timeout or a crash"),
+    Stat(("focus/fetched", "focus/relevant", "focus/harvest_rate"),
+         "a focused crawl's pages judged, those on topic (relevance at least "
+         "CRAWLER_EXT_FOCUS_THRESHOLD), and their ratio, the harvest rate"),
+    Stat(("focus/relevance/<tenth>",),
+         "a focused crawl's pages by relevance, in tenths (0: below 0.1, 9: 0.9 and above)"),
+    Stat(("focus/dropped/tunnel",),
+         "links dropped because their page ended an off-topic branch deeper than "
+         "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH"),
     Stat(("dedup/workers/fallback",),
          "pages fingerprinted on the reactor thread because the dedup worker processes could "
          "not be used (no asyncio reactor, a worker died; logged once)"),

@@ -116,3 +116,42 @@ def test_bad_examples_stop_the_crawl_with_one_line(tmp_path: Path) -> None:
                            settings={"CRAWLER_EXT_FOCUS_ENABLED": True, **settings})
         assert result.returncode == 2, result.output[-2000:]
         assert message in result.output and "Traceback" not in result.output, result.output
+
+
+
+@pytest.mark.slow
+def test_a_crawl_with_learned_link_scores_beats_the_same_crawl_without(tmp_path: Path) -> None:
+    """Anchors say "page" and URLs only a section name (/kb/ on topic): no keyword can tell
+    the links apart, and only learning from the pages they led to can."""
+    from tests.conftest import free_port
+    from testweb import read_log
+    from testweb.requestlog import politeness_violations
+    from testweb.static import RealWebServer
+    from testweb.topical import build
+
+    port = free_port()
+    web = build(tmp_path / "web", hosts=12, pages_per_host=60, dense_hosts=3,
+                informative=False, port=port, seed=7)
+    budget = len(web.labels) // 4
+    seeds = ",".join(f"http://{s.name}.real.test:{port}/index.html" for s in web.sites[:6])
+    harvest = {}
+    for learn in (True, False):
+        with RealWebServer(web.sites, workdir=tmp_path / f"run-{learn}", port=port) as server:
+            result = run_crawl("-a", f"seeds={seeds}", "-a", "allowed_domains=real.test",
+                               items_path=tmp_path / f"items-{learn}.jsonl", timeout=180,
+                               settings={"CRAWLER_EXT_HOSTS": server.hosts_setting,
+                                         "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.02,
+                                         "CRAWLER_EXT_FOCUS_ENABLED": True,
+                                         "CRAWLER_EXT_FOCUS_KEYWORDS": ",".join(web.keywords),
+                                         "CRAWLER_EXT_FOCUS_LEARN": learn,
+                                         "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH": 3,
+                                         "CLOSESPIDER_PAGECOUNT": budget + 40})
+            assert result.returncode == 0, result.output[-3000:]
+            log = [e for e in read_log(server.log_path) if e.path != "/robots.txt"]
+        assert politeness_violations(log, min_gap=0.02) == []
+        first = sorted(log, key=lambda e: e.start)[:budget]
+        harvest[learn] = sum(web.labels.get(f"{e.host}{e.path}", False) for e in first)
+        assert result.stat("focus/fetched") > 0
+        assert all("relevance" in item for item in result.items)
+    assert harvest[True] > 1.2 * harvest[False], harvest
+    print(harvest)

@@ -113,13 +113,13 @@ class RealWebServer(ServerProcess):
     """The corpus served in a subprocess; ``truth()`` gives each site's reachable paths."""
 
     def __init__(self, sites: list[Site] | None = None, latency: float = 0.0,
-                 workdir: str | Path | None = None) -> None:
+                 workdir: str | Path | None = None, port: int = 0) -> None:
         self.sites = {s.name: s for s in (sites if sites is not None else build_corpus())}
         self.latency = latency
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="realweb-"))
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.dir / "requests.jsonl"
-        self.port = 0
+        self.port = port  # 0: a free one
 
     def start(self) -> RealWebServer:
         spec = {name: {"root": str(s.root), "robots": robots_for(s)}
@@ -127,7 +127,7 @@ class RealWebServer(ServerProcess):
         (self.dir / "sites.json").write_text(json.dumps(spec))
         ready = self._launch([sys.executable, "-m", "testweb.static", "--sites",
                               str(self.dir / "sites.json"), "--log", str(self.log_path),
-                              "--latency", str(self.latency)])
+                              "--latency", str(self.latency), "--port", str(self.port)])
         self.port = int(ready["port"])
         return self
 

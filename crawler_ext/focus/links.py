@@ -26,7 +26,7 @@ __all__ = ["LinkFeatures", "LinkScorer", "url_words"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 BATCH = 16  # outcomes learned at once
-FULL_TRUST = 400  # outcomes after which the learned answer weighs its most
+FULL_TRUST = 200  # outcomes after which the learned answer weighs its most
 LEARNED_WEIGHT = 0.8  # the learned answer's weight at full trust
 
 

@@ -21,6 +21,9 @@ def band_of(priority: int, bands: int) -> int:
 
 
 class FocusStrategy:
+    #: the frontier routes best-first: a key's back queue is filled one entry at a time
+    best_first = True
+
     def __init__(self, bands: int, refresh_share: float = 0.5) -> None:
         self.bands = bands
         self.refresh_share = refresh_share

@@ -103,6 +103,7 @@ class Frontier:
         max_tracked: int = 100_000,
         on_stat: Callable[[str, float], None] | None = None,
         refresh_share: float = 0.5,
+        best_first: bool = False,
     ) -> None:
         if len(weights) != getattr(store, "bands", len(weights)):
             raise ValueError(f"{len(weights)} band weights for {store.bands} bands")  # type: ignore[attr-defined]
@@ -112,6 +113,9 @@ class Frontier:
         self.max_active_keys = max_active_keys
         self.max_in_flight = max_in_flight
         self.refill_budget = refill_budget
+        # best-first routing (the focus strategy): a key's back queue is filled one entry at a
+        # time, so a key's next fetch is the best entry the front queues hold for it then
+        self.best_first = best_first
         self.lanes = RefreshShare(refresh_share)
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
@@ -230,6 +234,8 @@ class Frontier:
                 self._in_back.add(fp)
             self._active.add(key)
             self._schedule(key, now)
+            if self.best_first and self.store.back_size(key) > 1:
+                break  # the rest waits in the front queues, in band order, for its turn
         return moved
 
     def _schedule(self, key: str, now: float, state: HostState | None = None) -> None:

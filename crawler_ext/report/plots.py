@@ -175,3 +175,24 @@ def draw_warc(runs: list[Run]) -> Callable[[Any], bool]:
         return drawn and any(ys and max(ys) > 0 for _, ys in
                              series(runs, lambda s: s["stats"].get("warc/bytes")))
     return draw
+
+
+def draw_harvest(runs: list[Run]) -> Callable[[Any], bool]:
+    """A focused crawl's harvest rate (on-topic pages / fetched pages) over time."""
+    def draw(ax: Any) -> bool:
+        pairs = series(runs, lambda s: s["stats"].get("focus/harvest_rate"))
+        return plot_lines(ax, pairs, "harvest rate", color="#2e7d32", axis_label="harvest rate")
+    return draw
+
+
+def draw_relevance(stats: dict[str, Any]) -> Callable[[Any], bool]:
+    """A focused crawl's fetched pages by relevance, in tenths."""
+    def draw(ax: Any) -> bool:
+        counts = [stats.get(f"focus/relevance/{tenth}", 0) for tenth in range(10)]
+        if not any(counts):
+            return False
+        ax.bar([f"{t / 10:.1f}" for t in range(10)], counts, color="#2e7d32", align="edge")
+        ax.set_xlabel("relevance (from)")
+        ax.set_ylabel("pages")
+        return True
+    return draw

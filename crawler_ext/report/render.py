@@ -20,7 +20,9 @@ from crawler_ext.report.plots import (
     draw_bands,
     draw_busiest,
     draw_duplicates,
+    draw_harvest,
     draw_hosts,
+    draw_relevance,
     draw_robots,
     draw_status,
     draw_warc,
@@ -107,6 +109,11 @@ def render(runs: list[Run]) -> str:
               draw_duplicates(runs))
     plots.add("robots", "robots.txt outcomes", draw_robots(stats))
     plots.add("warc", "WARC bytes", draw_warc(runs))
+    if stats.get("focus/fetched"):  # a focused crawl
+        plots.add("harvest", "Focused crawl: harvest rate (on-topic pages / fetched)",
+                  draw_harvest(runs))
+        plots.add("relevance", "Focused crawl: fetched pages by relevance",
+                  draw_relevance(stats))
 
     end = last.final["time"] if last.final else (last.samples[-1]["time"] if last.samples
                                                  else last.start["time"])

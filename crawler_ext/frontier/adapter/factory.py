@@ -40,8 +40,11 @@ logger = logging.getLogger("crawler_ext.frontier.adapter.scheduler")
 SHARED_BACKENDS = {"redis": "crawler_ext.distributed.factory.make_redis_frontier"}
 
 
-def make_frontier(crawler: Crawler, refresh_share: float) -> FrontierBackend:
-    """The frontier backend; ``refresh_share``: the strategy's share of refreshes."""
+def make_frontier(crawler: Crawler, refresh_share: float,
+                  best_first: bool = False) -> FrontierBackend:
+    """The frontier backend; ``refresh_share``: the strategy's share of refreshes;
+    ``best_first``: the strategy routes best-first (a key's back queue one entry at a time;
+    the local backends only)."""
     get = lambda name: config.get(crawler.settings, name)
     weights = config.band_weights(crawler.settings)
     policy = PolitenessPolicy(
@@ -63,6 +66,7 @@ def make_frontier(crawler: Crawler, refresh_share: float) -> FrontierBackend:
         max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
         on_stat=lambda name, value: stats.inc_value(name, value),
         refresh_share=refresh_share,
+        best_first=best_first,
     )
 
 
@@ -127,7 +131,8 @@ def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
     get = lambda name: config.get(s, name)
     strategy = make_strategy(crawler)
     return {
-        "frontier": make_frontier(crawler, strategy.refresh_share),
+        "frontier": make_frontier(crawler, strategy.refresh_share,
+                                  getattr(strategy, "best_first", False)),
         "dupefilter": build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler),
         "strategy": strategy,
         "admission": Admission(admission_rules(s),

@@ -38,11 +38,13 @@ class Progress:
         self._dispatched_at_last_log = dispatched
         now = self.now()
         bands = now["bands"]
+        harvest = self.stats.get_value("focus/harvest_rate") if self.stats else None
         logger.info(
             "Frontier: %d queued (bands %s; %d delayed), %d active hosts, %d in flight, %d "
-            "dispatched (%.0f/min)", now["queued"], "/".join(map(str, bands))
+            "dispatched (%.0f/min)%s", now["queued"], "/".join(map(str, bands))
             if bands is not None else "shared", now["delayed"], now["active_hosts"],
-            now["in_flight"], dispatched, rate)
+            now["in_flight"], dispatched, rate,
+            f", harvest rate {harvest:.3f}" if harvest is not None else "")  # a focused crawl
 
     def final(self) -> None:
         """At close: what is left queued, and the hosts parked with their URLs."""
