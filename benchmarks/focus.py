@@ -78,8 +78,25 @@ def bench_focus(quick: bool) -> None:
         breadth, oracle = rows[1][2], rows[-1][2]
         rows = [r + [r[2] / breadth if breadth else 0.0, r[2] / oracle if oracle else 0.0]
                 for r in rows]
+        tunnel_rows = []
+        focus = dict(_configs(web, work / "web" / "web.json")[4][1])
+        for depth in (0, 1, 2, 3, 5):
+            with RealWebServer(web.sites, workdir=work / f"tunnel{depth}", port=port) as server:
+                stats = crawl(server, {**focus, "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH": depth,
+                                       "CLOSESPIDER_PAGECOUNT": budget + budget // 4,
+                                       "CONCURRENT_REQUESTS": 16}, seeds, work,
+                              "-a", "allowed_domains=real.test")
+                log = [e for e in read_log(server.log_path) if e.path != "/robots.txt"]
+            first = sorted(log, key=lambda e: e.start)[:budget]
+            harvest = sum(web.labels.get(f"{e.host}{e.path}", False) for e in first)
+            tunnel_rows.append([depth, len(first), harvest / max(1, len(first)),
+                                harvest / web.relevant, stats.get("focus/dropped/tunnel", 0),
+                                stats.get("finish_reason", "")])
         table(f"Focused crawling on a topical web of real pages ({total:,} pages on "
               f"{len(web.sites)} hosts, {web.relevant} on topic = {web.relevant / total:.3f}); "
               f"the first 20 % of the pages ({budget:,} fetches)",
               ["crawl", "fetches", "harvest rate", "recall at budget", "politeness gaps",
                "links dropped (tunnel)", "x breadth-first", "of the oracle"], rows)
+        table("The focus strategy's tunnel depth (off-topic pages followed in a row), same web "
+              "and budget", ["tunnel depth", "fetches", "harvest rate", "recall at budget",
+                             "links dropped", "finish"], tunnel_rows)
