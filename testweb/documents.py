@@ -30,15 +30,15 @@ from testweb.requestlog import write_entry
 
 __all__ = ["DocumentSite", "build_site", "make_pdf", "hostile_files"]
 
-PARAGRAPHS = [
-    f"Section {n}. The frontier keeps one queue per host and a heap of hosts ordered by the "
-    f"time each may be fetched again; paragraph {n} explains how {topic} interacts with "
-    f"politeness, robots exclusion and the budget of every host in a long crawl."
-    for n, topic in enumerate(["admission", "canonical URLs", "trap defences", "the seen set",
-                               "content dedup", "archiving", "recrawl", "rendering",
-                               "distribution", "leases", "fencing", "restarts", "reports",
-                               "sitemaps", "feeds", "documents"] * 2)
-]
+def _paragraphs() -> list[str]:
+    """Real prose, a different text per paragraph: standard-library docstrings (the same
+    source as the real-site corpus's built sites), at most 120 words each."""
+    from testweb.corpus import _texts
+
+    return [" ".join(doc.split()[:120]) for _, doc in _texts()[:200]]
+
+
+PARAGRAPHS = _paragraphs()
 
 
 def _escape(text: str) -> str:
@@ -268,7 +268,7 @@ def build_site(root: Path, cache: Path, host: str = "docs.test", port: int = 0) 
                                             producer="another printer", compress=False),
         "application/pdf")
     edited = list(manual)
-    edited[3] = edited[3].replace("fencing interacts", "fencing tokens and epochs interact")
+    edited[3] = "This paragraph was added to the second edition of the manual. " + edited[3]
     put("/docs/manual-edited.pdf", make_pdf(edited, ["/pdf-only-1.html"], title="Manual"),
         "application/pdf")
     put("/docs/mislabeled.html", make_pdf(["A PDF served as HTML. " + PARAGRAPHS[5]],
