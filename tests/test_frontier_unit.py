@@ -68,6 +68,21 @@ def test_back_queue_serves_best_band_first() -> None:
     assert got == [0, 1, 2]
 
 
+def test_best_first_routing_keeps_worse_keys_waiting_while_better_entries_wait() -> None:
+    """The focus strategy's routing: keys are made active in band order and a key's back
+    queue is filled one entry at a time, so a key whose entries are all worse is not served
+    while better entries wait for their key; by default every key is active at once and
+    served in its politeness turn."""
+    served = {}
+    for best_first in (False, True):
+        f = make(best_first=best_first)
+        f.add([entry("a", band=0, n=i) for i in range(3)] +
+              [entry("b", band=2, n=i) for i in range(3)])
+        served[best_first] = [e.key if e else None for e in (f.next(0.0), f.next(0.0))]
+    assert sorted(served[False]) == ["a", "b"]
+    assert served[True] == ["a", None]
+
+
 def test_backoff_retry_after_and_crawl_delay() -> None:
     policy = PolitenessPolicy(min_delay=1.0, max_delay=60.0, backoff_factor=4, backoff_max=300)
     f = make(policy=policy)
