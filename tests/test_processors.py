@@ -327,3 +327,14 @@ def test_a_processor_that_cannot_be_loaded_stops_the_crawl_with_one_line(tmp_pat
     assert "error: CRAWLER_EXT_PROCESSORS: cannot load 'no.such.Processor' for text/x-foo" \
         in result.output
     assert "Traceback" not in result.output
+
+
+def test_without_an_asyncio_loop_the_pool_answers_at_once_and_parses_nothing() -> None:
+    """Under a reactor that is not asyncio's no worker can be watched: the pool gives up
+    at once (the middleware then lets documents go on as with processors off)."""
+    pool = ProcessorPool(1, build_table({}))
+    pool.start(asyncio_loop=False)
+    processed, fingerprint = asyncio.run(pool.process(Document("http://x.test/", "text/html",
+                                                               {}, b"<p>hi</p>")))
+    assert (processed.refused, fingerprint) == ("no_workers", None)
+    assert "not asyncio" in pool.failed

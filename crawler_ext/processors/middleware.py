@@ -73,7 +73,10 @@ class ProcessorMiddleware:
         return mw
 
     def spider_opened(self, spider: Any = None) -> None:
-        self.pool.start()
+        from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
+
+        # Scrapy's asyncio reactor, or its reactorless mode: an asyncio loop runs
+        self.pool.start(asyncio_loop=not is_reactor_installed() or is_asyncio_reactor_installed())
 
     def spider_closed(self, spider: Any = None) -> None:
         self.pool.close()
@@ -127,9 +130,11 @@ class ProcessorMiddleware:
                        for k, v in response.headers.items()}
             processed, page = await self.pool.process(Document(response.url, mime, headers,
                                                                body))
+        self._count(response.url, processed)
+        if processed.refused == "no_workers":  # no pool: as if processors were off
+            return response
         request.meta[PROCESSED_META] = processed
         request.meta[FINGERPRINT_META] = page
-        self._count(response.url, processed)
         for url, when in (processed.metadata.get("dates") or {}).items():
             self.crawler.signals.send_catch_log(sitemap_lastmod, url=url, lastmod=when)
         return response

@@ -11,8 +11,9 @@ per worker at a time so that a cap costs exactly the document that broke it:
   (``refused = "memory"``) or, inside C code, dies (``refused = "crashed"``).
 
 A killed or dead worker is replaced at once.  If workers keep dying without answering
-anything (a broken installation), the pool gives up: logged once, and documents are refused
-(``refused = "no_workers"``) from then on -- never processed on the reactor thread.
+anything (a broken installation), or the reactor is not asyncio's, the pool gives up: logged
+once, and documents are answered ``refused = "no_workers"`` from then on -- never processed
+on the reactor thread; the middleware then lets them go on as if processors were off.
 """
 
 from __future__ import annotations
@@ -100,7 +101,12 @@ class ProcessorPool:
         self._fruitless = 0
         self.failed = ""
 
-    def start(self) -> None:
+    def start(self, asyncio_loop: bool = True) -> None:
+        """Start the workers; without an asyncio event loop (``asyncio_loop``: Scrapy's
+        asyncio reactor, or its reactorless mode) the pool gives up at once."""
+        if not asyncio_loop:
+            self._give_up("the installed reactor is not asyncio's")
+            return
         self._loop = asyncio.get_event_loop()
         for _ in range(self.size):
             self._spawn()
@@ -187,8 +193,9 @@ class ProcessorPool:
 
     def _give_up(self, why: str) -> None:
         if not self.failed:
-            logger.error("Content processors: no worker process can run (%s); documents are "
-                         "refused from now on, counted in processor/<kind>/no_workers", why)
+            logger.error("Content processors: no worker process can run (%s); documents go "
+                         "on unprocessed from now on (links by the spider, dedup on the "
+                         "reactor thread), counted in processor/<kind>/no_workers", why)
         self.failed = why
         self.close()
         while self._waiting:
