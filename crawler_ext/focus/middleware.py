@@ -68,7 +68,7 @@ class FocusMiddleware:
     def from_crawler(cls, crawler: Any) -> FocusMiddleware:
         s = crawler.settings
         if not config.focus_enabled(s):
-            raise NotConfigured("not a focused crawl")
+            raise NotConfigured  # (no message: Scrapy would log it as a warning)
         classifier = build_classifier(s)
         mw = cls(crawler, classifier, config.get(s, "CRAWLER_EXT_FOCUS_THRESHOLD"),
                  config.get(s, "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH"),

@@ -56,7 +56,7 @@ class ProcessorMiddleware:
     def from_crawler(cls, crawler: Any) -> ProcessorMiddleware:
         s = crawler.settings
         if not config.get(s, "CRAWLER_EXT_PROCESSORS_ENABLED"):
-            raise NotConfigured("CRAWLER_EXT_PROCESSORS_ENABLED is off")
+            raise NotConfigured  # (no message: Scrapy would log it as a warning)
         table = build_table(config.get(s, "CRAWLER_EXT_PROCESSORS"))
         pool = ProcessorPool(config.get(s, "CRAWLER_EXT_PROCESSOR_WORKERS"), table,
                              min_words=config.get(s, "CRAWLER_EXT_DEDUP_MIN_WORDS"),
