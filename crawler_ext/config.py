@@ -7,120 +7,28 @@ settings table (docs/settings.md) is generated from :data:`SETTINGS`.
 
 from __future__ import annotations
 
-import ipaddress
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from crawler_ext.errors import ConfigError
+from crawler_ext.settingtypes import (
+    band_weights_value,
+    boolean,
+    choice,
+    dns_servers,
+    float_list,
+    kind_sizes,
+    mapping,
+    number,
+    optional_str,
+    processor_paths,
+    str_list,
+    strategy_name,
+)
 
 __all__ = ["SETTINGS", "ConfigError", "Setting", "default_text", "focus_enabled", "get",
            "validate_all"]
-
-
-def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"expected a boolean, got {value!r}")
-
-
-def _number(kind: type, minimum: float | None = None,
-            maximum: float | None = None) -> Callable[[Any], Any]:
-    def parse(value: Any) -> Any:
-        try:
-            number = kind(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"expected a {kind.__name__}, got {value!r}") from None
-        if minimum is not None and number < minimum:
-            raise ValueError(f"must be >= {minimum}, got {number}")
-        if maximum is not None and number > maximum:
-            raise ValueError(f"must be <= {maximum}, got {number}")
-        return number
-
-    return parse
-
-
-def _choice(*choices: str) -> Callable[[Any], str]:
-    def parse(value: Any) -> str:
-        text = str(value).strip().lower()
-        if text not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
-        return text
-
-    return parse
-
-
-def _optional_str(value: Any) -> str | None:
-    if value is None or str(value).strip() == "":
-        return None
-    return str(value)
-
-
-def _strategy(value: Any) -> str:
-    text = str(value or "").strip()
-    if not text:
-        raise ValueError("give a short name (default) or a dotted path")
-    if "." not in text and text not in ("default", "focus"):
-        raise ValueError(f"unknown strategy {text!r}: use default, focus, or a class's "
-                         "dotted path")
-    return text
-
-
-def _mapping(value: Any) -> dict[str, str]:
-    """A dict, a JSON object, or ``name=value,name=value`` (the form ``-s`` gives)."""
-    if value is None or value == "":
-        return {}
-    if isinstance(value, Mapping):
-        return {str(k): str(v) for k, v in value.items()}
-    text = str(value).strip()
-    if text.startswith("{"):
-        try:
-            loaded = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"invalid JSON object: {exc.msg}") from None
-        return _mapping(loaded)
-    result: dict[str, str] = {}
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        name, sep, addr = part.partition("=")
-        if not sep or not name.strip() or not addr.strip():
-            raise ValueError(f"expected NAME=ADDRESS, got {part!r}")
-        result[name.strip()] = addr.strip()
-    return result
-
-
-def _processors(value: Any) -> dict[str, str | None]:
-    """``{"application/pdf": "dotted.path", "image/*": None}`` (or JSON, or ``mime=path``)."""
-    if isinstance(value, Mapping):
-        return {str(k): (None if v in (None, "", "None", "none") else str(v))
-                for k, v in value.items()}
-    return {k: (None if v in ("None", "none") else v) for k, v in _mapping(value).items()}
-
-
-def _sizes(value: Any) -> dict[str, int]:
-    """``{"pdf": 20000000}`` (or JSON, or ``kind=bytes,...``)."""
-    sizes: dict[str, int] = {}
-    for kind, size in _mapping(value).items():
-        try:
-            sizes[kind.strip().lower()] = int(size)
-        except ValueError:
-            raise ValueError(f"{kind}: expected a size in bytes, got {size!r}") from None
-        if sizes[kind.strip().lower()] < 1:
-            raise ValueError(f"{kind}: a size must be >= 1")
-    return sizes
-
-
-def _weights(value: Any) -> list[float]:
-    """Band weights, or [] for the default (halving from band to band)."""
-    return _float_list(value) if str(value).strip() not in ("", "[]") else []
 
 
 def focus_enabled(settings: Any) -> bool:
@@ -148,53 +56,6 @@ def band_weights(settings: Any) -> list[float]:
     return weights or [float(2 ** (bands - 1 - band)) for band in range(bands)]
 
 
-def _float_list(value: Any) -> list[float]:
-    if isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        items = [v for v in str(value).split(",") if v.strip()]
-    try:
-        numbers = [float(v) for v in items]
-    except ValueError:
-        raise ValueError(f"expected comma-separated numbers, got {value!r}") from None
-    if not numbers or any(n <= 0 for n in numbers):
-        raise ValueError(f"expected positive numbers, got {value!r}")
-    return numbers
-
-
-def _dns_servers(value: Any) -> list[tuple[str, int]]:
-    """``["127.0.0.1:5353", "::1", "[::1]:53"]`` -> ``[(host, port), ...]`` (port 53 if none)."""
-    result: list[tuple[str, int]] = []
-    for item in _str_list(value):
-        text = item.strip()
-        host, port = text, 53
-        if text.startswith("["):
-            host, _, rest = text[1:].partition("]")
-            port = int(rest[1:]) if rest.startswith(":") else 53
-        elif text.count(":") == 1:
-            host, _, port_text = text.partition(":")
-            port = int(port_text)
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            raise ValueError(f"{item!r} is not an IP address[:port]") from None
-        if not 0 < port < 65536:
-            raise ValueError(f"bad port in {item!r}")
-        result.append((host, port))
-    return result
-
-
-def _str_list(value: Any) -> list[str]:
-    if value is None or value == "":
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v).strip() for v in value if str(v).strip()]
-    text = str(value).strip()
-    if text.startswith("["):
-        return _str_list(json.loads(text))
-    return [v.strip() for v in text.split(",") if v.strip()]
-
-
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -204,226 +65,226 @@ class Setting:
 
 
 _SPECS = [
-    Setting("CRAWLER_EXT_ALLOWED_NETWORKS", [], _str_list,
+    Setting("CRAWLER_EXT_ALLOWED_NETWORKS", [], str_list,
             "CIDRs of private/loopback/... addresses that may be fetched (default: none; SSRF guard)."),
-    Setting("CRAWLER_EXT_ALLOWED_SCHEMES", [], _str_list,
+    Setting("CRAWLER_EXT_ALLOWED_SCHEMES", [], str_list,
             "URL schemes besides http, https and data that may be fetched (e.g. ftp,file,s3)."),
-    Setting("CRAWLER_EXT_BLOCKLIST", None, _optional_str,
+    Setting("CRAWLER_EXT_BLOCKLIST", None, optional_str,
             "File of hosts or URL prefixes never to fetch; re-read when it changes."),
-    Setting("CRAWLER_EXT_BLOOM_CAPACITY", 1_000_000, _number(int, 1000),
+    Setting("CRAWLER_EXT_BLOOM_CAPACITY", 1_000_000, number(int, 1000),
             "Initial capacity of the scalable Bloom seen set (it grows past it)."),
-    Setting("CRAWLER_EXT_BLOOM_ERROR_RATE", 0.01, _number(float, 1e-9),
+    Setting("CRAWLER_EXT_BLOOM_ERROR_RATE", 0.01, number(float, 1e-9),
             "Target false-positive rate of the Bloom seen set."),
-    Setting("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL", 60.0, _number(float, 1.0),
+    Setting("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL", 60.0, number(float, 1.0),
             "Seconds between snapshots of the seen set to JOBDIR (and one at close)."),
-    Setting("CRAWLER_EXT_DEDUP_ACTION", "drop", _choice("drop", "mark"),
+    Setting("CRAWLER_EXT_DEDUP_ACTION", "drop", choice("drop", "mark"),
             "Duplicate pages: drop (not passed to the spider) or mark (passed on, marked)."),
-    Setting("CRAWLER_EXT_DEDUP_MIN_WORDS", 20, _number(int, 1),
+    Setting("CRAWLER_EXT_DEDUP_MIN_WORDS", 20, number(int, 1),
             "Fewer words of main text: judge by the full visible text; fewer of that: by the "
             "exact body only."),
-    Setting("CRAWLER_EXT_DEDUP_WORKERS", 1, _number(int, 0),
+    Setting("CRAWLER_EXT_DEDUP_WORKERS", 1, number(int, 0),
             "Worker processes that fingerprint pages (text extraction, SimHash) off the reactor "
             "thread; 0: on the reactor thread."),
-    Setting("CRAWLER_EXT_PROCESSORS_ENABLED", True, _bool,
+    Setting("CRAWLER_EXT_PROCESSORS_ENABLED", True, boolean,
             "Run every fetched document through its content-type processor (text, links, "
             "metadata; docs/processors.md)."),
-    Setting("CRAWLER_EXT_PROCESSORS", {}, _processors,
+    Setting("CRAWLER_EXT_PROCESSORS", {}, processor_paths,
             "MIME type (or type/*) -> processor dotted path, over the defaults and entry "
             "points; None switches a type off."),
-    Setting("CRAWLER_EXT_PROCESSOR_WORKERS", 1, _number(int, 1),
+    Setting("CRAWLER_EXT_PROCESSOR_WORKERS", 1, number(int, 1),
             "Worker processes that run the processors (and fingerprint documents for dedup)."),
-    Setting("CRAWLER_EXT_PROCESSOR_TIMEOUT", 30.0, _number(float, 0.1),
+    Setting("CRAWLER_EXT_PROCESSOR_TIMEOUT", 30.0, number(float, 0.1),
             "Seconds one document may take in a processor; then its worker is killed and "
             "replaced, the document counted in processor/<kind>/timeout."),
-    Setting("CRAWLER_EXT_PROCESSOR_MEMORY_MB", 512, _number(int, 0),
+    Setting("CRAWLER_EXT_PROCESSOR_MEMORY_MB", 512, number(int, 0),
             "Memory (MiB) a processor worker may take beyond its start-up size; 0: no cap."),
-    Setting("CRAWLER_EXT_PROCESSOR_MAX_BYTES", 10 * 1024 * 1024, _number(int, 1),
+    Setting("CRAWLER_EXT_PROCESSOR_MAX_BYTES", 10 * 1024 * 1024, number(int, 1),
             "Size cap of a document: a larger one is cut while it downloads and not parsed."),
-    Setting("CRAWLER_EXT_PROCESSOR_MAX_BYTES_BY_KIND", {}, _sizes,
+    Setting("CRAWLER_EXT_PROCESSOR_MAX_BYTES_BY_KIND", {}, kind_sizes,
             "Per content kind caps over CRAWLER_EXT_PROCESSOR_MAX_BYTES, e.g. pdf=20000000,"
             "image=5000000 (kinds: html, pdf, feed, text, image, xml, other)."),
-    Setting("CRAWLER_EXT_FOCUS_ENABLED", False, _bool,
+    Setting("CRAWLER_EXT_FOCUS_ENABLED", False, boolean,
             "Focused crawling: the same as CRAWLER_EXT_STRATEGY=focus (docs/focus.md)."),
-    Setting("CRAWLER_EXT_FOCUS_RELEVANT", None, _optional_str,
+    Setting("CRAWLER_EXT_FOCUS_RELEVANT", None, optional_str,
             "Folder of example pages on the topic (HTML or text files)."),
-    Setting("CRAWLER_EXT_FOCUS_IRRELEVANT", None, _optional_str,
+    Setting("CRAWLER_EXT_FOCUS_IRRELEVANT", None, optional_str,
             "Folder of example pages off the topic (HTML or text files)."),
-    Setting("CRAWLER_EXT_FOCUS_KEYWORDS", [], _str_list,
+    Setting("CRAWLER_EXT_FOCUS_KEYWORDS", [], str_list,
             "Words or regular expressions of the topic (a list; on the command line "
             "comma-separated), alone or with the examples."),
-    Setting("CRAWLER_EXT_FOCUS_THRESHOLD", 0.5, _number(float, 0.0, 1.0),
+    Setting("CRAWLER_EXT_FOCUS_THRESHOLD", 0.5, number(float, 0.0, 1.0),
             "Relevance from which a page counts as on topic (harvest, tunnelling)."),
-    Setting("CRAWLER_EXT_FOCUS_TUNNEL_DEPTH", 2, _number(int, 0),
+    Setting("CRAWLER_EXT_FOCUS_TUNNEL_DEPTH", 2, number(int, 0),
             "Off-topic pages followed in a row before their links are dropped "
             "(focus/dropped/tunnel)."),
-    Setting("CRAWLER_EXT_FOCUS_LEARN", True, _bool,
+    Setting("CRAWLER_EXT_FOCUS_LEARN", True, boolean,
             "Learn link scores online from the outcomes of fetched links (off: the prior "
             "score alone)."),
-    Setting("CRAWLER_EXT_DNS_MIN_TTL", 300.0, _number(float, 0),
+    Setting("CRAWLER_EXT_DNS_MIN_TTL", 300.0, number(float, 0),
             "Floor, in seconds, on how long a DNS answer is cached (longer TTLs are kept)."),
-    Setting("CRAWLER_EXT_DNS_NEGATIVE_TTL", 60.0, _number(float, 0),
+    Setting("CRAWLER_EXT_DNS_NEGATIVE_TTL", 60.0, number(float, 0),
             "Seconds a negative DNS answer (NXDOMAIN, no address) is cached."),
-    Setting("CRAWLER_EXT_DNS_PREFETCH", True, _bool,
+    Setting("CRAWLER_EXT_DNS_PREFETCH", True, boolean,
             "Resolve a host when its first URL is admitted, before its turn comes."),
-    Setting("CRAWLER_EXT_DNS_SERVERS", [], _dns_servers,
+    Setting("CRAWLER_EXT_DNS_SERVERS", [], dns_servers,
             "DNS servers (IP[:port]) of the caching resolver; default: those of /etc/resolv.conf."),
-    Setting("CRAWLER_EXT_FRONTIER_BACKEND", "memory", _choice("memory", "disk", "sqlite", "redis"),
+    Setting("CRAWLER_EXT_FRONTIER_BACKEND", "memory", choice("memory", "disk", "sqlite", "redis"),
             "Frontier storage: memory, disk (out-of-core; the default under JOBDIR), sqlite "
             "(durable, every entry also in memory) or redis (distributed)."),
-    Setting("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS", None, _weights,
+    Setting("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS", None, band_weights_value,
             "Relative dequeue weights of the priority bands, highest band first; default: "
             "each band half the weight of the band above it."),
-    Setting("CRAWLER_EXT_FRONTIER_BANDS", 16, _number(int, 1),
+    Setting("CRAWLER_EXT_FRONTIER_BANDS", 16, number(int, 1),
             "Number of priority bands (front queues; at most 16 with the Redis frontier)."),
-    Setting("CRAWLER_EXT_FRONTIER_DISK_ENGINE", "rocksdb", _choice("rocksdb", "sqlite"),
+    Setting("CRAWLER_EXT_FRONTIER_DISK_ENGINE", "rocksdb", choice("rocksdb", "sqlite"),
             "Key-value engine of the disk frontier: rocksdb (chosen by benchmark) or sqlite."),
-    Setting("CRAWLER_EXT_FRONTIER_DISK_PATH", None, _optional_str,
+    Setting("CRAWLER_EXT_FRONTIER_DISK_PATH", None, optional_str,
             "Directory of the disk frontier; default JOBDIR/frontier."),
-    Setting("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL", 0.2, _number(float, 0.01),
+    Setting("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL", 0.2, number(float, 0.01),
             "Seconds between batched commits of the durable frontier (disk, sqlite)."),
-    Setting("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE", None, _optional_str,
+    Setting("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE", None, optional_str,
             "CSV file of host,rank (0..1) feeding the domain-rank term of the score."),
-    Setting("CRAWLER_EXT_FRONTIER_LOG_INTERVAL", 60.0, _number(float, 0),
+    Setting("CRAWLER_EXT_FRONTIER_LOG_INTERVAL", 60.0, number(float, 0),
             "Seconds between frontier progress lines in the log (0 disables)."),
-    Setting("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS", 10_000, _number(int, 1),
+    Setting("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS", 10_000, number(int, 1),
             "Bound on back queues (politeness keys) that hold requests at once."),
-    Setting("CRAWLER_EXT_FRONTIER_SQLITE_PATH", None, _optional_str,
+    Setting("CRAWLER_EXT_FRONTIER_SQLITE_PATH", None, optional_str,
             "File of the sqlite frontier; default JOBDIR/frontier.sqlite3."),
-    Setting("CRAWLER_EXT_HOSTS", {}, _mapping,
+    Setting("CRAWLER_EXT_HOSTS", {}, mapping,
             "Hosts override: NAME=ADDRESS pairs (or a dict); NAME may be a *.wildcard."),
-    Setting("CRAWLER_EXT_HOST_PAGE_BUDGET", 0, _number(int, 0),
+    Setting("CRAWLER_EXT_HOST_PAGE_BUDGET", 0, number(int, 0),
             "Most URLs admitted per host (0: no budget)."),
-    Setting("CRAWLER_EXT_HOST_PATTERN_CAP", 1000, _number(int, 0),
+    Setting("CRAWLER_EXT_HOST_PATTERN_CAP", 1000, number(int, 0),
             "Most URLs per host of one pattern (numbers and ids blanked; 0: no cap)."),
-    Setting("CRAWLER_EXT_MAX_OUTLINKS_PER_PAGE", 10_000, _number(int, 0),
+    Setting("CRAWLER_EXT_MAX_OUTLINKS_PER_PAGE", 10_000, number(int, 0),
             "Most links followed from one page (its first ones); the rest are counted in "
             "admission/rejected/max_outlinks (0: no cap)."),
-    Setting("CRAWLER_EXT_LEARN_MIN_EVIDENCE", 3, _number(int, 1),
+    Setting("CRAWLER_EXT_LEARN_MIN_EVIDENCE", 3, number(int, 1),
             "Duplicates differing in one parameter before that parameter is dropped for a host."),
-    Setting("CRAWLER_EXT_MAX_PATTERN_CHAIN", 1, _number(int, 0),
+    Setting("CRAWLER_EXT_MAX_PATTERN_CHAIN", 1, number(int, 0),
             "Most links in a row between empty or duplicate pages of one URL pattern "
             "(calendar traps; distinct pages never count; 0: off)."),
-    Setting("CRAWLER_EXT_MAX_PATH_DEPTH", 20, _number(int, 1),
+    Setting("CRAWLER_EXT_MAX_PATH_DEPTH", 20, number(int, 1),
             "Most path segments in an admitted URL."),
-    Setting("CRAWLER_EXT_MAX_REPEATED_SEGMENTS", 2, _number(int, 1),
+    Setting("CRAWLER_EXT_MAX_REPEATED_SEGMENTS", 2, number(int, 1),
             "Most times one path segment may repeat in an admitted URL."),
-    Setting("CRAWLER_EXT_MAX_URL_LENGTH", 2000, _number(int, 16),
+    Setting("CRAWLER_EXT_MAX_URL_LENGTH", 2000, number(int, 16),
             "Longest admitted URL, in characters of its canonical form."),
-    Setting("CRAWLER_EXT_MONITOR_MAX_BACKOFF_RATIO", 0.1, _number(float, 0),
+    Setting("CRAWLER_EXT_MONITOR_MAX_BACKOFF_RATIO", 0.1, number(float, 0),
             "Spidermon monitor: most backoffs (429, 503, errors) per request dispatched."),
-    Setting("CRAWLER_EXT_MONITOR_MAX_DUPLICATE_RATIO", 0.5, _number(float, 0),
+    Setting("CRAWLER_EXT_MONITOR_MAX_DUPLICATE_RATIO", 0.5, number(float, 0),
             "Spidermon monitor: most exact and near duplicate pages per page judged."),
-    Setting("CRAWLER_EXT_MONITOR_MAX_ROBOTS_FAILURES", 0.2, _number(float, 0),
+    Setting("CRAWLER_EXT_MONITOR_MAX_ROBOTS_FAILURES", 0.2, number(float, 0),
             "Spidermon monitor: most robots.txt fetches that failed (5xx, unreachable)."),
-    Setting("CRAWLER_EXT_MONITOR_MAX_TRAP_RATIO", 0.2, _number(float, 0),
+    Setting("CRAWLER_EXT_MONITOR_MAX_TRAP_RATIO", 0.2, number(float, 0),
             "Spidermon monitor: most URLs refused by the trap rules per URL met."),
-    Setting("CRAWLER_EXT_NOINDEX_STORE", True, _bool,
+    Setting("CRAWLER_EXT_NOINDEX_STORE", True, boolean,
             "Store noindex pages (marked) in items and the WARC; false: neither holds them."),
-    Setting("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR", 4.0, _number(float, 1.0),
+    Setting("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR", 4.0, number(float, 1.0),
             "Multiplier of a host's delay after a 429/503 or a connection error."),
-    Setting("CRAWLER_EXT_POLITENESS_BACKOFF_MAX", 300.0, _number(float, 0),
+    Setting("CRAWLER_EXT_POLITENESS_BACKOFF_MAX", 300.0, number(float, 0),
             "Cap, in seconds, of a backed-off delay."),
-    Setting("CRAWLER_EXT_POLITENESS_KEY", "host", _choice("host", "ip"),
+    Setting("CRAWLER_EXT_POLITENESS_KEY", "host", choice("host", "ip"),
             "Unit of politeness: each host, or each resolved IP address (hosts sharing a server)."),
-    Setting("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR", 10.0, _number(float, 0),
+    Setting("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR", 10.0, number(float, 0),
             "Delay after a response = this factor x its response time (then clamped)."),
-    Setting("CRAWLER_EXT_POLITENESS_MAX_DELAY", 60.0, _number(float, 0),
+    Setting("CRAWLER_EXT_POLITENESS_MAX_DELAY", 60.0, number(float, 0),
             "Upper clamp of the adaptive per-host delay, seconds."),
-    Setting("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT", 1, _number(int, 1),
+    Setting("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT", 1, number(int, 1),
             "Requests in flight at once per politeness key."),
-    Setting("CRAWLER_EXT_POLITENESS_MIN_DELAY", 1.0, _number(float, 0),
+    Setting("CRAWLER_EXT_POLITENESS_MIN_DELAY", 1.0, number(float, 0),
             "Lower clamp of the adaptive per-host delay, seconds."),
-    Setting("CRAWLER_EXT_RECRAWL_ENABLED", False, _bool,
+    Setting("CRAWLER_EXT_RECRAWL_ENABLED", False, boolean,
             "Continuous crawling: fetch every HTML page again when its estimated change rate "
             "says so (conditional GET); the crawl runs until stopped."),
-    Setting("CRAWLER_EXT_RECRAWL_MAX_INTERVAL", 604_800.0, _number(float, 1.0),
+    Setting("CRAWLER_EXT_RECRAWL_MAX_INTERVAL", 604_800.0, number(float, 1.0),
             "Longest time, in seconds, before a page is fetched again (recrawl mode)."),
-    Setting("CRAWLER_EXT_RECRAWL_MIN_INTERVAL", 300.0, _number(float, 0.1),
+    Setting("CRAWLER_EXT_RECRAWL_MIN_INTERVAL", 300.0, number(float, 0.1),
             "Shortest time, in seconds, between two fetches of a page (recrawl mode)."),
-    Setting("CRAWLER_EXT_RECRAWL_SHARE", 0.5, _number(float, 0.0, 1.0),
+    Setting("CRAWLER_EXT_RECRAWL_SHARE", 0.5, number(float, 0.0, 1.0),
             "Share of a host's fetches that go to refreshes when refreshes and newly found "
             "URLs both wait (either side takes what the other leaves); the refresh budget "
             "per host is this share of the fetches its politeness delay allows."),
-    Setting("CRAWLER_EXT_REDIS_CLUSTER", False, _bool,
+    Setting("CRAWLER_EXT_REDIS_CLUSTER", False, boolean,
             "REDIS_URL names a node of a Redis Cluster (also when REDIS_PARAMS' redis_cls is "
             "redis.cluster.RedisCluster)."),
     Setting("CRAWLER_EXT_REDIS_KEY", "%(spider)s:frontier", str,
             "Prefix of the Redis keys of a distributed crawl (%(spider)s: the spider's name)."),
-    Setting("CRAWLER_EXT_REDIS_LEASE_TTL", 60.0, _number(float, 1.0),
+    Setting("CRAWLER_EXT_REDIS_LEASE_TTL", 60.0, number(float, 1.0),
             "Seconds a worker's lease on a host and its request lasts without renewal (crash)."),
-    Setting("CRAWLER_EXT_REDIS_SHARE_CONTENT", True, _bool,
+    Setting("CRAWLER_EXT_REDIS_SHARE_CONTENT", True, boolean,
             "Share the content index between workers (a log in Redis; see the sizing)."),
-    Setting("CRAWLER_EXT_REDIS_SHARDS", 16, _number(int, 1),
+    Setting("CRAWLER_EXT_REDIS_SHARDS", 16, number(int, 1),
             "Shards of the Redis frontier (hash tags; spread over a Redis Cluster's slots)."),
-    Setting("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS", False, _bool,
+    Setting("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS", False, boolean,
             "Keep a worker running when the shared crawl is finished, waiting for new seeds."),
-    Setting("CRAWLER_EXT_RENDER_BLOCK_RESOURCES", ["image", "font", "media"], _str_list,
+    Setting("CRAWLER_EXT_RENDER_BLOCK_RESOURCES", ["image", "font", "media"], str_list,
             "Resource types a rendering page may not load (Playwright's names; counted)."),
-    Setting("CRAWLER_EXT_RENDER_BROWSER", None, _optional_str,
+    Setting("CRAWLER_EXT_RENDER_BROWSER", None, optional_str,
             "Chromium executable the rendering pool launches; default: chromium (or "
             "chromium-browser, google-chrome) on the PATH."),
-    Setting("CRAWLER_EXT_RENDER_CONCURRENCY", 2, _number(int, 1),
+    Setting("CRAWLER_EXT_RENDER_CONCURRENCY", 2, number(int, 1),
             "Pages rendering at once in the headless browser (its own budget)."),
-    Setting("CRAWLER_EXT_RENDER_CONTEXT_PAGES", 200, _number(int, 1),
+    Setting("CRAWLER_EXT_RENDER_CONTEXT_PAGES", 200, number(int, 1),
             "Pages rendered in one browser context before a fresh one replaces it."),
-    Setting("CRAWLER_EXT_RENDER_ENABLED", False, _bool,
+    Setting("CRAWLER_EXT_RENDER_ENABLED", False, boolean,
             "Render app-shell pages (little text, scripts, an empty framework root) in headless "
             "Chromium through scrapy-playwright (pip install 'crawler_ext[render]')."),
-    Setting("CRAWLER_EXT_RENDER_MAX_WORDS", 300, _number(int, 1),
+    Setting("CRAWLER_EXT_RENDER_MAX_WORDS", 300, number(int, 1),
             "A page with this many visible words is never taken for an app shell."),
-    Setting("CRAWLER_EXT_RENDER_MEMORY_MB", 1024, _number(int, 64),
+    Setting("CRAWLER_EXT_RENDER_MEMORY_MB", 1024, number(int, 64),
             "Browser memory (RSS of its processes, MiB) past which the context is replaced."),
-    Setting("CRAWLER_EXT_RENDER_MIN_WORDS", 30, _number(int, 0),
+    Setting("CRAWLER_EXT_RENDER_MIN_WORDS", 30, number(int, 0),
             "Fewer visible words than this is the app-shell signal 'little text'."),
-    Setting("CRAWLER_EXT_RENDER_SETTLE", 5.0, _number(float, 0),
+    Setting("CRAWLER_EXT_RENDER_SETTLE", 5.0, number(float, 0),
             "Seconds a rendered page may take after load to reach network idle."),
-    Setting("CRAWLER_EXT_RENDER_THRESHOLD", 4, _number(int, 1),
+    Setting("CRAWLER_EXT_RENDER_THRESHOLD", 4, number(int, 1),
             "App-shell score (signals: little text 2, empty framework root 2, scripts 1, "
             "noscript asking for JavaScript 1, few links 1) at which a page is rendered."),
-    Setting("CRAWLER_EXT_RENDER_TIMEOUT", 30.0, _number(float, 1),
+    Setting("CRAWLER_EXT_RENDER_TIMEOUT", 30.0, number(float, 1),
             "Seconds a page may take to load in the browser (then counted as a timeout)."),
-    Setting("CRAWLER_EXT_REPORT_FILE", None, _optional_str,
+    Setting("CRAWLER_EXT_REPORT_FILE", None, optional_str,
             "JSON-lines time series of the crawl for its report; default JOBDIR/"
             "crawl_report.jsonl (none without JOBDIR)."),
-    Setting("CRAWLER_EXT_REPORT_INTERVAL", 10.0, _number(float, 0),
+    Setting("CRAWLER_EXT_REPORT_INTERVAL", 10.0, number(float, 0),
             "Seconds between samples of the crawl report's time series (0: no report)."),
-    Setting("CRAWLER_EXT_ROBOTS_AGENT", None, _optional_str,
+    Setting("CRAWLER_EXT_ROBOTS_AGENT", None, optional_str,
             "robots.txt user-agent token; default: the product token of USER_AGENT."),
-    Setting("CRAWLER_EXT_ROBOTS_MAX_FAILURES", 3, _number(int, 1),
+    Setting("CRAWLER_EXT_ROBOTS_MAX_FAILURES", 3, number(int, 1),
             "5xx/unreachable robots.txt answers in a row before the origin's URLs are dropped."),
-    Setting("CRAWLER_EXT_ROBOTS_RETRY_BASE", 60.0, _number(float, 0),
+    Setting("CRAWLER_EXT_ROBOTS_RETRY_BASE", 60.0, number(float, 0),
             "Seconds before fetching a failed (5xx) robots.txt again; doubles per failure."),
-    Setting("CRAWLER_EXT_ROBOTS_TTL", 86400.0, _number(float, 1),
+    Setting("CRAWLER_EXT_ROBOTS_TTL", 86400.0, number(float, 1),
             "Seconds a robots.txt answer is cached (at most 24 h)."),
-    Setting("CRAWLER_EXT_SEEN_MODE", "bloom", _choice("bloom", "bloom+exact"),
+    Setting("CRAWLER_EXT_SEEN_MODE", "bloom", choice("bloom", "bloom+exact"),
             "bloom, or bloom+exact: confirm Bloom hits on an exact on-disk set (no URL skipped)."),
-    Setting("CRAWLER_EXT_SIMHASH_DISTANCE", 3, _number(int, 0),
+    Setting("CRAWLER_EXT_SIMHASH_DISTANCE", 3, number(int, 0),
             "Pages whose SimHashes differ in at most this many bits are near-duplicates (0-3)."),
-    Setting("CRAWLER_EXT_SITEMAPS_ENABLED", False, _bool,
+    Setting("CRAWLER_EXT_SITEMAPS_ENABLED", False, boolean,
             "Fetch the sitemaps robots.txt lists (else /sitemap.xml) and admit their URLs like "
             "links; <lastmod> is change evidence for recrawl mode."),
-    Setting("CRAWLER_EXT_SITEMAPS_MAX_BYTES", 52_428_800, _number(int, 1024),
+    Setting("CRAWLER_EXT_SITEMAPS_MAX_BYTES", 52_428_800, number(int, 1024),
             "Largest sitemap read, in bytes after gunzip (the protocol's limit: 50 MB)."),
-    Setting("CRAWLER_EXT_SITEMAPS_MAX_DEPTH", 2, _number(int, 0),
+    Setting("CRAWLER_EXT_SITEMAPS_MAX_DEPTH", 2, number(int, 0),
             "Most levels of sitemap indexes followed below a site's sitemap."),
-    Setting("CRAWLER_EXT_SITEMAPS_MAX_URLS", 50_000, _number(int, 1),
+    Setting("CRAWLER_EXT_SITEMAPS_MAX_URLS", 50_000, number(int, 1),
             "Most URLs taken from one sitemap (the protocol's limit: 50,000)."),
-    Setting("CRAWLER_EXT_STATS_FILE", None, _optional_str,
+    Setting("CRAWLER_EXT_STATS_FILE", None, optional_str,
             "Write the final crawl stats as JSON to this file (the StatsFile extension)."),
-    Setting("CRAWLER_EXT_STRATEGY", "default", _strategy,
+    Setting("CRAWLER_EXT_STRATEGY", "default", strategy_name,
             "The crawling strategy, which orders the crawl: a short name (default: host rank, "
             "page importance by OPIC and depth, learned demotion, the refresh share) or the "
             "dotted path of a class implementing crawler_ext.frontier.strategy."
             "CrawlingStrategy (built by its from_crawler(crawler) if it has one)."),
-    Setting("CRAWLER_EXT_URL_SORT_QUERY", False, _bool,
+    Setting("CRAWLER_EXT_URL_SORT_QUERY", False, boolean,
             "Sort query parameters when canonicalising (a heuristic: off by default)."),
-    Setting("CRAWLER_EXT_URL_STRIP_SESSION", False, _bool,
+    Setting("CRAWLER_EXT_URL_STRIP_SESSION", False, boolean,
             "Drop session parameters (sessionid, sid, PHPSESSID, jsessionid)."),
-    Setting("CRAWLER_EXT_URL_STRIP_TRACKING", True, _bool,
+    Setting("CRAWLER_EXT_URL_STRIP_TRACKING", True, boolean,
             "Drop tracking parameters (utm_*, fbclid, gclid, ...)."),
-    Setting("CRAWLER_EXT_WARC_DIR", "warcs", _optional_str,
+    Setting("CRAWLER_EXT_WARC_DIR", "warcs", optional_str,
             "Directory of the WARC files and their CDXJ indexes (empty: archiving off)."),
-    Setting("CRAWLER_EXT_WARC_MAX_SIZE", 1_000_000_000, _number(int, 1024),
+    Setting("CRAWLER_EXT_WARC_MAX_SIZE", 1_000_000_000, number(int, 1024),
             "A WARC file is closed and the next one opened past this many bytes."),
     Setting("CRAWLER_EXT_WARC_PREFIX", "crawler_ext", str,
             "Prefix of WARC file names (prefix-timestamp-serial-host.warc.gz)."),

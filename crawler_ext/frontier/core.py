@@ -71,6 +71,11 @@ class RefreshShare:
         self._credit.pop(key, None)
 
 
+# The frontier tracks the latest entries still queued, for promotion: fp -> the entry's
+# fields packed in bytes (bounded: the oldest are not tracked any more).  Bytes, not the
+# Entry nor a tuple: the garbage collector leaves a map of plain values out of its walks
+# (100,000 entries kept alive for this alone made every full collection, one every few ten
+# thousand dispatches, visit them).
 _TRACKED = struct.Struct(">BQq?H")  # band, id, priority, refresh, len(key); then key, data
 
 
@@ -113,18 +118,12 @@ class Frontier:
         self.max_active_keys = max_active_keys
         self.max_in_flight = max_in_flight
         self.refill_budget = refill_budget
-        # best-first routing (the focus strategy): a key's back queue is filled one entry at a
-        # time, so a key's next fetch is the best entry the front queues hold for it then
-        self.best_first = best_first
+        self.best_first = best_first  # (the focus strategy's routing: see _refill)
         self.lanes = RefreshShare(refresh_share)
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
         self._in_heap: set[str] = set()
-        # the latest entries still queued, for promotion: fp -> the entry's fields packed in
-        # bytes, and those of them in a back queue (bounded: the oldest are not tracked any
-        # more).  Bytes, not the Entry nor a tuple: the garbage collector leaves a map of
-        # plain values out of its walks (100,000 entries kept alive for this alone made every
-        # full collection, one every few ten thousand dispatches, visit them)
+        # the latest entries queued, for promotion (see _TRACKED), and those in a back queue
         self._in_back: set[int] = set()
         self._queued_by_fp = RecentMap(max_tracked, self._in_back.difference_update)
         self.max_tracked = max_tracked
@@ -235,7 +234,7 @@ class Frontier:
             self._active.add(key)
             self._schedule(key, now)
             if self.best_first and self.store.back_size(key) > 1:
-                break  # the rest waits in the front queues, in band order, for its turn
+                break  # best-first: keys made active in band order, one entry at a time
         return moved
 
     def _schedule(self, key: str, now: float, state: HostState | None = None) -> None:

@@ -83,10 +83,11 @@ def make_strategy(crawler: Crawler) -> CrawlingStrategy:
         return DefaultStrategy(Scorer(get("CRAWLER_EXT_FRONTIER_BANDS"),
                                       load_host_ranks(rank_file) if rank_file else None),
                                refresh_share=get("CRAWLER_EXT_RECRAWL_SHARE"))
-    if name == "focus":
-        from crawler_ext.focus.strategy import FocusStrategy
+    if name == "focus":  # (named by its path, as Scrapy names components: no package cycle)
+        from scrapy.utils.misc import load_object
 
-        return FocusStrategy(get("CRAWLER_EXT_FRONTIER_BANDS"), get("CRAWLER_EXT_RECRAWL_SHARE"))
+        return load_object(STRATEGIES["focus"])(get("CRAWLER_EXT_FRONTIER_BANDS"),
+                                                get("CRAWLER_EXT_RECRAWL_SHARE"))
     cls = strategy_class(name)
     strategy = build_from_crawler(cls, crawler) if hasattr(cls, "from_crawler") else cls()
     _check_strategy(name, strategy, ("bands", "refresh_share"))
