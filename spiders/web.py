@@ -116,7 +116,7 @@ class WebSpider(scrapy.Spider):
         directives = page_directives(response)
         links: list[str] = []
         processed = response.meta.get(PROCESSED_META)  # the content processors' answer
-        if processed is not None:
+        if processed is not None and not processed.refused:
             if not directives.nofollow:
                 links = [link.url for link in processed.links]
             for reason, count in (processed.metadata.get("links_invalid") or {}).items():
