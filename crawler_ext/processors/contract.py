@@ -58,13 +58,6 @@ class Processed:
     def text_length(self) -> int:
         return len(self.text)
 
-    def as_meta(self) -> dict[str, Any]:
-        """A plain dict (for items and ``response.meta``; links as ``{"url", "text"}``)."""
-        return {"content_kind": self.content_kind, "processor": self.processor,
-                "text": self.text, "text_length": self.text_length,
-                "links": [{"url": link.url, "text": link.text} for link in self.links],
-                "metadata": dict(self.metadata), "refused": self.refused}
-
 
 @runtime_checkable
 class Processor(Protocol):
