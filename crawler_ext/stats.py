@@ -212,6 +212,11 @@ STATS: list[Stat] = [
          "confirmed pushed (looked at again a second later, then every quarter of "
          "`CRAWLER_EXT_REDIS_LEASE_TTL`); of them, admitted again because that worker had "
          "died between admission and push"),
+    Stat(("dupefilter/redis/late_claims",),
+         "distributed: this worker's admissions confirmed pushed more than a lease's time "
+         "after they were made (the worker was stalled or cut off, or a Redis node held its "
+         "writes for its replicas): another worker may have admitted the URL again, and the "
+         "page be fetched twice"),
     Stat(("dns/nxdomain", "dns/errors", "dns/refused", "dns/prefetched"),
          "negative answers; failures and time-outs; answers refused by the SSRF guard; hosts "
          "resolved at admission"),

@@ -294,7 +294,8 @@ class Campaign:
         # expired (from a lease time after the cut until the heal); a worker stalled past
         # its leases fetches, once resumed, nothing it leased before the stall, which another
         # worker took once the lease could have expired (a fetch by another worker while the
-        # lease still held was of another entry of the URL: a reclaimed admission's)
+        # lease still held was of another entry of the URL: a reclaimed admission's; so is
+        # one of a URL whose claim w1 ended late, after the stall, which it counts)
         cut, healed = self.nemesis.windows["w0 partitioned from Redis"]
         late = [e for e in log if e.client == self.hosts[0].addresses["web"]
                 and cut + LEASE_TTL < e.start < healed]
@@ -311,8 +312,10 @@ class Campaign:
               f"fetched more than once {len(twice)} ({sum(v - 1 for v in twice.values())} "
               f"extra fetches), explained by {explained}; {counted}; "
               f"politeness violations {len(violations)}; fetches by w0 cut off past its "
-              f"leases {len(late)}; fetched twice, first by w1 on resuming {len(stale)}")
-        assert late == [] and stale == [], (late[:3], stale[:3])
+              f"leases {len(late)}; fetched twice, first by w1 on resuming {len(stale)} "
+              f"(claims w1 ended late {stats[1].get('dupefilter/redis/late_claims', 0)})")
+        late_claims = stats[1].get("dupefilter/redis/late_claims", 0)
+        assert late == [] and len(stale) <= late_claims, (late[:3], stale[:3], late_claims)
         assert any(e.start > self.ended for e in log)  # the crawl outlived the nemesis
         lost = sorted(pages - set(fetched))  # every admitted URL is fetched (below)
         assert all(s["finish_reason"] == "finished" for s in stats)

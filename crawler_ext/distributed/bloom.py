@@ -17,8 +17,8 @@ A URL seen while its claim is open is looked at again (the frontier: a second la
 every quarter of ``claim_ttl``, the lease time): a claim gone by then was confirmed, the URL is
 seen; a claim still there and older than ``claim_ttl`` is a dead worker's, killed in between,
 and the URL is new again for the one who finds it (counted: ``reclaimed``).  A worker only
-cut off from Redis meanwhile confirms its push as soon as it is back: nothing is fetched
-twice.
+cut off from Redis for less than ``claim_ttl`` confirms its push as soon as it is back:
+nothing is fetched twice (one cut off longer counts its late confirmations: ``late_claims``).
 """
 
 from __future__ import annotations

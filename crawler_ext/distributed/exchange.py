@@ -30,6 +30,7 @@ __all__ = ["CLAIMED_PUSH", "LOOK_AGAIN", "Exchange", "Push", "ShardOps", "shard_
 #: the seen-set check of an outbox entry: True (check), False (none), or one of these
 CLAIMED_PUSH = 2  # admitted (claimed): its claim in the seen set ends once its push is answered
 LOOK_AGAIN = 3  # seen while another worker's claim was open: a second look
+Claim = tuple[int, int, float]  # an admission's claim to end: fingerprint, shard, claimed at
 
 
 _LUA_READY = lua("frontier_ready.lua")
@@ -67,6 +68,7 @@ class Push(NamedTuple):
     host: str  # for the host's page budget ("": not counted)
     pattern: str  # for the pattern's cap
     trap: str  # "1": this worker's pages call the pattern a trap
+    claimed_at: float = 0.0  # when its claim in the seen set was taken (the fence's clock)
 
 
 class ShardOps:
@@ -167,7 +169,7 @@ class Exchange:
             for op in ops.values():
                 # the seen set now holds the new ones as this worker's claims: if their push
                 # fails they are pushed again unchecked (checked again, they would be lost)
-                op.push = [item._replace(check=CLAIMED_PUSH)
+                op.push = [item._replace(check=CLAIMED_PUSH, claimed_at=sent_at)
                            if item.check is True or item.check == LOOK_AGAIN else item
                            for item in op.push if id(item) not in rejected]
         pipe = self.redis.pipeline(transaction=False)
@@ -199,7 +201,7 @@ class Exchange:
                                "promoted": 0, "confirm": [], "done_back": [],
                                "lagging": lagging, "restarted": restarted, "parked": {},
                                "gone": [],
-                               "dropped": dropped}
+                               "dropped": dropped, "late_claims": 0}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
                 out["failed"][n] = ops.get(n) or ShardOps()
@@ -248,7 +250,7 @@ class Exchange:
         return out
 
     def _distrust(self, shards: set[int], ops: dict[int, ShardOps],
-                  confirm: list[tuple[int, int]]) -> tuple[int, list[tuple[int, int]]]:
+                  confirm: list[Claim]) -> tuple[int, list[Claim]]:
         """The servers of ``shards`` changed (a restart or failover) and may have lost writes
         they acknowledged: no completion of this exchange is sure (a page's links went to
         every shard), and the claims of the URLs pushed to those shards stay open (another
@@ -258,7 +260,7 @@ class Exchange:
         dropped = sum(len(op.done) for op in ops.values())
         for op in ops.values():
             op.done = []
-        return dropped, [(fp, n) for fp, n in confirm if n not in shards]
+        return dropped, [claim for claim in confirm if claim[1] not in shards]
 
     def _skip_ids(self, shards: set[int]) -> None:
         """The entry ids a server issued in the writes it lost would be issued again, and a
@@ -267,12 +269,13 @@ class Exchange:
         for n in shards:
             self.redis.incrby(f"{self._tags[n]}:id", self.ID_JUMP)
 
-    def _after_pushes(self, ops: dict[int, ShardOps], confirm: list[tuple[int, int]],
+    def _after_pushes(self, ops: dict[int, ShardOps], confirm: list[Claim],
                       out: dict[str, Any]) -> None:
         """The second round trip: completions, if every shard took its pushes (else they
         wait: the page's links may be in the one that failed), and the ends of the claims of
         the admissions pushed now and before.  What fails goes with the next exchange."""
-        confirm = confirm + [(to_unsigned(item.entry.fp), n) for n, op in ops.items()
+        confirm = confirm + [(to_unsigned(item.entry.fp), n, item.claimed_at)
+                             for n, op in ops.items()
                              if n not in out["failed"] and n not in out["moved"]
                              for item in op.push if item.check == CLAIMED_PUSH]
         dones = {n: op.done for n, op in ops.items() if op.done and n not in out["failed"]}
@@ -290,7 +293,7 @@ class Exchange:
         for n, members in dones.items():
             self._complete(keys=[self._tags[n] + ":e"], args=[self._tags[n], *members],
                            client=pipe)
-        commands = len(dones) + (self.bloom.confirm([fp for fp, _ in confirm], pipe)
+        commands = len(dones) + (self.bloom.confirm([fp for fp, _, _ in confirm], pipe)
                                  if self.bloom else 0)
         if not commands:
             return
@@ -308,3 +311,10 @@ class Exchange:
         if any(isinstance(result, Exception) for result in results[len(dones):]):
             out["confirm"] = confirm
             out["error"] = out["error"] or "the seen set's claims could not be ended"
+        elif self.bloom is not None:
+            # a claim ended later than the claims' time after it was taken (this worker was
+            # stalled or cut off, or a node held its writes): another worker may have found
+            # it stale and admitted the URL again, and the page is fetched twice
+            now = self.clock()
+            out["late_claims"] = sum(1 for _, _, at in confirm
+                                     if now - at > self.bloom.claim_ttl)

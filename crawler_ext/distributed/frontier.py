@@ -64,7 +64,8 @@ from twisted.internet import threads
 
 from crawler_ext.admission.urls import host_of
 from crawler_ext.distributed.bloom import RedisBloom
-from crawler_ext.distributed.exchange import LOOK_AGAIN, Exchange, Push, ShardOps, shard_of
+from crawler_ext.distributed.exchange import (LOOK_AGAIN, Claim, Exchange, Push, ShardOps,
+                                               shard_of)
 from crawler_ext.distributed.fence import LeaseFence
 from crawler_ext.distributed.health import health_of
 from crawler_ext.distributed.sharedlog import SharedLog
@@ -177,8 +178,8 @@ class RedisFrontier:
         # completed entries, sent once the pushes collected with them were answered
         self._done: list[tuple[int, str]] = []
         # admissions pushed (fingerprint, shard pushed to): their claims in the seen set end
-        self._confirm: list[tuple[int, int]] = []
-        self._confirm_sent: list[tuple[int, int]] = []  # with the running exchange
+        self._confirm: list[Claim] = []
+        self._confirm_sent: list[Claim] = []  # with the running exchange
         self._look_again: list[tuple[float, Entry]] = []  # due, entry: seen, claim open
         self._running: dict[int, ShardOps] = {}  # the ops of the exchange running in a thread
         self._last: dict[str, Any] | None = None  # what it answered (None: it failed)
@@ -602,6 +603,8 @@ class RedisFrontier:
             self._stat("dupefilter/redis/filtered", out["filtered"])
         if out["reclaimed"]:  # seen, admitted by a worker that died before its push
             self._stat("dupefilter/redis/reclaimed", out["reclaimed"])
+        if out["late_claims"]:  # and this worker's claims another may have found stale
+            self._stat("dupefilter/redis/late_claims", out["late_claims"])
         if out["wait"]:  # seen while a claim was open: looked at again (see RedisBloom)
             self._stat("dupefilter/redis/second_looks", len(out["wait"]))
             ttl = self.lease_ttl
