@@ -55,6 +55,7 @@ _COMPONENTS = [
     ("ITEM_PIPELINES", "crawler_ext.warc.pipeline.WarcPipeline", 800),
     ("EXTENSIONS", "crawler_ext.statsfile.StatsFile", 0),
     ("EXTENSIONS", "crawler_ext.report.CrawlTimeSeries", 0),
+    ("EXTENSIONS", "crawler_ext.control.ControlExtension", 0),  # CRAWLER_EXT_CONTROL_ENABLED
 ]
 
 

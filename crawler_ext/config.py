@@ -246,6 +246,17 @@ _SPECS = [
     Setting("CRAWLER_EXT_REPORT_FILE", None, optional_str,
             "JSON-lines time series of the crawl for its report; default JOBDIR/"
             "crawl_report.jsonl (none without JOBDIR)."),
+    Setting("CRAWLER_EXT_CONTROL_ENABLED", False, boolean,
+            "The control API and live page in the crawl process (docs/control.md)."),
+    Setting("CRAWLER_EXT_CONTROL_HOST", "127.0.0.1", str,
+            "Address the control API listens on (another than loopback exposes it: the "
+            "token is then all that guards the crawl)."),
+    Setting("CRAWLER_EXT_CONTROL_PORT", 6080, number(int, 0),
+            "Port of the control API (0: a free port; the one taken is in the log and in "
+            "JOBDIR/control.json)."),
+    Setting("CRAWLER_EXT_CONTROL_TOKEN", None, optional_str,
+            "The API's bearer token; unset: generated at start-up, written to "
+            "JOBDIR/control.token (mode 0600), or to the log once without JOBDIR."),
     Setting("CRAWLER_EXT_REPORT_INTERVAL", 10.0, number(float, 0),
             "Seconds between samples of the crawl report's time series (0: no report)."),
     Setting("CRAWLER_EXT_ROBOTS_AGENT", None, optional_str,

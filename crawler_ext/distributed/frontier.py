@@ -140,6 +140,7 @@ class RedisFrontier:
         self.redis = redis
         self.prefix = prefix
         self.policy = policy
+        self.key_floors: dict[str, float] = {}  # keys' own floors (see KeyControls)
         self.weights = list(weights)
         self.bands = len(self.weights)
         if self.bands > MAX_BANDS:
@@ -263,7 +264,7 @@ class RedisFrontier:
 
     def done(self, entry: Entry, outcome: Outcome, now: float) -> float:
         state = self._states[entry.key][0] if entry.key in self._states else HostState()
-        delay = self.policy.update(state, outcome, now)
+        delay = self.policy.update(state, outcome, now, self.key_floors.get(entry.key, 0.0))
         if entry.key not in self._states:  # let go (a restart): the key is not ours to free
             return delay
         parked = self._parked.pop(entry.key, None)
@@ -318,6 +319,30 @@ class RedisFrontier:
                  len(self._look_again))
         remote = 1 if self._remote is None else self._remote
         return local + remote + self._seeds_waiting
+
+    inspect_blocks = True
+
+    def inspect_key(self, key: str, now: float) -> dict[str, Any] | None:
+        """Blocking: the key as its shard holds it (call it from a thread)."""
+        tag = self._tags[shard_of(key, self.shards)]
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.zcard(f"{tag}:q:{key}")
+        pipe.zcard(f"{tag}:f:{key}")
+        pipe.hget(f"{tag}:na", key)
+        pipe.hget(f"{tag}:hs", key)
+        pipe.hget(f"{tag}:lo", key)
+        pipe.zscore(f"{tag}:pk", key)
+        queued, refresh, allowed, blob, holder, parked = pipe.execute()
+        if not (queued or refresh or allowed or blob or holder):
+            return None
+        state, robots = _state_from(blob or b"")
+        return {"queued": int(queued) + int(refresh), "queued_refresh": int(refresh),
+                "in_flight": 1 if holder else 0, "active": bool(holder),
+                "leased_by": holder.decode() if isinstance(holder, bytes) else holder,
+                "delay": state.delay, "backoff": state.backoff,
+                "crawl_delay": state.crawl_delay, "learned_floor": state.floor,
+                "next_allowed": float(allowed) if allowed else None,  # (Redis's clock)
+                "parked_until": float(parked) if parked else None}
 
     def discovery_waiting(self, key: str) -> bool | None:
         """As Redis said when this worker last leased the key (None: never leased here)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from crawler_ext.frontier.politeness import Outcome
+from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 
 __all__ = ["FrontierBackend", "FrontierHooks", "FrontierStore", "Gate", "SharedLogPort"]
@@ -65,6 +65,11 @@ class FrontierBackend(Protocol):
     parked: dict[str, float]
     #: an idle crawl waits for seeds pushed from outside (distributed mode)
     wait_for_seeds: bool
+    #: keys' own floors on their delay (a DOWNLOAD_SLOTS delay, an operator's: KeyControls)
+    key_floors: dict[str, float]
+    #: inspect_key reads a server (a shared frontier): call it from a thread
+    inspect_blocks: bool
+    policy: PolitenessPolicy  # how a key's delay follows its fetches
 
     # -- lifecycle --------------------------------------------------------------------------
     def open(self) -> None: ...
@@ -113,6 +118,10 @@ class FrontierBackend(Protocol):
         """``key`` waits until ``until`` for a reason of its host's (its robots.txt failed):
         its entries are kept, but a crawl with nothing else to do need not wait for them."""
     def active_keys(self) -> int: ...
+    def inspect_key(self, key: str, now: float) -> dict[str, Any] | None:
+        """The key's politeness state and queue for an operator (None: not known to the
+        crawl); a frontier whose ``inspect_blocks`` is true reads a server: call it from a
+        thread."""
     def discovery_waiting(self, key: str) -> bool | None:
         """Whether newly found URLs of ``key`` wait in its back queue (a shared frontier: as
         of this worker's last lease of the key; None: not known): a recrawl plans the key's
@@ -179,6 +188,7 @@ class FrontierStore(Protocol):
     def complete(self, entry_ids: list[int]) -> None: ...
 
     def host(self, key: str) -> HostState: ...
+    def known_key(self, key: str) -> bool: ...
     def host_changed(self, key: str) -> None: ...
 
     def pending(self) -> int: ...

@@ -128,6 +128,7 @@ class Frontier:
         self._queued_by_fp = RecentMap(max_tracked, self._in_back.difference_update)
         self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
+        self.key_floors: dict[str, float] = {}  # keys' own floors (see KeyControls)
         # drops in one next() (a trap's queued URLs go in bulk, not a refill a heartbeat);
         # whether the last one stopped at that bound with more to route (ready at once)
         self.drop_budget = 20_000
@@ -317,7 +318,9 @@ class Frontier:
         """A request left the downloader: free its key and set its next allowed time."""
         state = self.store.host(entry.key)
         state.in_flight = max(0, state.in_flight - 1)
-        delay = self.policy.update(state, outcome, now)
+        delay = self.policy.update(state, outcome, now,
+                                   self.key_floors.get(entry.key, 0.0) if self.key_floors
+                                   else 0.0)
         if self.policy.parks(delay):
             self.parked[entry.key] = now + delay
         else:
@@ -388,6 +391,20 @@ class Frontier:
 
     def active_keys(self) -> int:
         return len(self._active)
+
+    inspect_blocks = False
+
+    def inspect_key(self, key: str, now: float) -> dict[str, Any] | None:
+        if not self.store.known_key(key):
+            return None
+        state = self.store.host(key)
+        discovery, refresh = self.store.back_lanes(key)
+        return {"queued": discovery + refresh, "queued_refresh": refresh,
+                "in_flight": state.in_flight, "active": key in self._active,
+                "delay": state.delay, "backoff": state.backoff,
+                "crawl_delay": state.crawl_delay, "learned_floor": state.floor,
+                "next_allowed": state.next_allowed or None,
+                "parked_until": self.parked.get(key)}
 
     def discovery_waiting(self, key: str) -> bool | None:
         return self.store.back_lanes(key)[0] > 0

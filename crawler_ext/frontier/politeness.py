@@ -19,7 +19,7 @@ from email.utils import parsedate_to_datetime
 
 from crawler_ext.frontier.storage import HostState
 
-__all__ = ["Outcome", "PolitenessPolicy", "parse_retry_after"]
+__all__ = ["Outcome", "PolitenessPolicy", "delay_rule", "parse_retry_after"]
 
 BACKOFF_STATUSES = frozenset({429, 503})
 
@@ -79,8 +79,11 @@ class PolitenessPolicy:
             delay = max(delay, state.crawl_delay)
         return delay
 
-    def update(self, state: HostState, outcome: Outcome, now: float) -> float:
-        """Apply one outcome to ``state``; return the delay before the key's next fetch."""
+    def update(self, state: HostState, outcome: Outcome, now: float,
+               key_floor: float = 0.0) -> float:
+        """Apply one outcome to ``state``; return the delay before the key's next fetch.
+        ``key_floor``: the key's own floor (a ``DOWNLOAD_SLOTS`` delay, an operator's),
+        under which no rule goes, the server's word included."""
         failed = outcome.status is None or outcome.status in BACKOFF_STATUSES
         # our own backoff is capped; a Crawl-delay above the cap is honoured (and parks the key)
         cap = max(self.backoff_max, self.min_delay, state.crawl_delay or 0.0)
@@ -97,6 +100,8 @@ class PolitenessPolicy:
                         state.floor)
         if outcome.retry_after is not None and outcome.status in BACKOFF_STATUSES:
             delay = outcome.retry_after
+        if key_floor > delay:
+            delay = key_floor
         state.delay = delay
         state.next_allowed = now + delay
         return delay
@@ -104,3 +109,29 @@ class PolitenessPolicy:
     def parks(self, delay: float) -> bool:
         """A wait longer than the cap: the key is parked (kept, but not waited for)."""
         return delay > max(self.backoff_max, self.min_delay)
+
+
+def delay_rule(policy: PolitenessPolicy, delay: float, backoff: float,
+               crawl_delay: float | None, learned_floor: float, key_floor: float = 0.0,
+               floor_rule: str = "") -> str:
+    """Which rule set a key's last delay, the first that accounts for it in this order: the
+    key's own floor (``floor_rule`` names it: ``download_slots``, ``operator``), robots.txt's
+    ``crawl_delay``, ``backoff`` (429/503 or errors; a Retry-After), the ``learned_floor``
+    (gaps that drew a 429/503), the settings' ``max_delay`` or ``min_delay``, else
+    ``latency`` (the adaptive rule); ``none_yet`` before the key's first fetch."""
+    close = 1e-6
+    if not delay:
+        return "none_yet"
+    if key_floor and delay <= key_floor + close:
+        return floor_rule or "key_floor"
+    if crawl_delay is not None and delay <= crawl_delay + close:
+        return "crawl_delay"
+    if backoff > 1.0:
+        return "backoff"
+    if learned_floor and delay <= learned_floor + close:
+        return "learned_floor"
+    if delay >= policy.max_delay - close:
+        return "max_delay"
+    if delay <= policy.min_delay + close:
+        return "min_delay"
+    return "latency"

@@ -87,6 +87,10 @@ class KeyState:
         self._heap_seq = itertools.count()
         self._hosts: dict[str, HostState] = {}
 
+    def known_key(self, key: str) -> bool:
+        """Whether the key has a host state (it was queued or fetched in this run)."""
+        return key in self._hosts
+
     def host(self, key: str) -> HostState:
         state = self._hosts.get(key)
         if state is None:

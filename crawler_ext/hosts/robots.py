@@ -91,6 +91,21 @@ class RobotsCache:
             return Decision.FETCH, 0.0
         return Decision.DISALLOWED, 0.0
 
+    def of_host(self, host: str) -> dict[str, OriginRobots]:
+        """The origins of ``host`` (any scheme and port) this cache knows."""
+        return {origin: state for origin, state in self.origins.items()
+                if urlsplit(origin).hostname == host}
+
+    def expire(self, origin: str) -> bool:
+        """Fetch ``origin``'s robots.txt again before its next URL (an operator asked);
+        False if it is being fetched or unknown."""
+        state = self.origins.get(origin)
+        if state is None or state.fetching:
+            return False
+        state.expires, state.failures, state.retry_at = 0.0, 0, 0.0
+        state.disallow_all = False
+        return True
+
     def fetching(self, origin: str, now: float = 0.0) -> None:
         state = self.origins.setdefault(origin, OriginRobots())
         state.fetching, state.fetching_since = True, now

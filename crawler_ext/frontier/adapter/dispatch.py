@@ -19,6 +19,7 @@ from crawler_ext.frontier.adapter.inflight import InFlight
 from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.adapter.robotsgate import RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.controls import KeyControls
 from crawler_ext.frontier.core import DROP
 from crawler_ext.frontier.entries import CHAIN, ROBOTS, ROBOTS_HOP, is_robots
 from crawler_ext.frontier.importance import IMPORTANCE_META
@@ -33,7 +34,7 @@ class Dispatcher:
     def __init__(self, frontier: FrontierBackend, robots: RobotsGate | None,
                  blocklist: Blocklist, requests: StoredRequests, admission: Admission,
                  inflight: InFlight, strategy: CrawlingStrategy, inc: Callable[..., None],
-                 stats: Any = None) -> None:
+                 stats: Any = None, controls: KeyControls | None = None) -> None:
         self.frontier = frontier
         self.robots = robots
         self.blocklist = blocklist
@@ -43,6 +44,7 @@ class Dispatcher:
         self.strategy = strategy
         self._inc = inc
         self.stats = stats
+        self.controls = controls if controls is not None else KeyControls()
         # counted here, handed over as stats by count_into (the scheduler's flush): four stat
         # calls per request were a tenth of dispatch
         self._dispatched = 0
@@ -84,6 +86,9 @@ class Dispatcher:
             if weight is not None:  # (the recrawl policy weighs the page by it)
                 request.meta[IMPORTANCE_META] = weight
         self.inflight.add(request, entry, now)
+        controls = self.controls
+        if controls.active or controls.counting:
+            controls.dispatched(entry.key, now)
         self._dispatched += 1
         if not is_robots(kind):  # the frontier's own robots.txt fetches aside
             self._dequeued[self.requests.where(entry.data)] += 1
@@ -93,7 +98,17 @@ class Dispatcher:
         return request
 
     def gate(self, entry: Entry, now: float) -> Entry | float | str:
-        """The blocklist, the trap rules and robots.txt, checked when a URL's turn comes."""
+        """The operator's key rules, the blocklist, the trap rules and robots.txt, checked
+        when a URL's turn comes."""
+        if self.controls.active:
+            verdict = self.controls.verdict(entry.key, entry.fp, now)
+            if verdict is not None:
+                if isinstance(verdict, str):  # the key's budget spent, its queue deleted
+                    self._inc(f"control/dropped/{verdict}")
+                    return DROP
+                if self.controls.parks(entry.key):  # blocked: the crawl need not wait
+                    self.frontier.park(entry.key, verdict + 1.0)
+                return float(verdict)
         if entry.data[:1] == ROBOTS_HOP:  # a robots.txt redirect: no robots.txt for robots.txt
             hop = self.robots.hop(entry) if self.robots is not None else None
             if hop is None or self.blocklist.blocked(hop.url):  # (a hop lost in a restart)

@@ -27,6 +27,7 @@ from crawler_ext.frontier.adapter.keys import PolitenessKeys
 from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.controls import KeyControls
 from crawler_ext.frontier.entries import CHAIN, REFRESH_META
 from crawler_ext.frontier.keys import canonical_key, politeness_key
 from crawler_ext.frontier.storage import Entry
@@ -64,8 +65,10 @@ class Intake:
                  robots: RobotsGate | None, blocklist: Blocklist, requests: StoredRequests,
                  inc: Callable[..., None], wake: Callable[[float | None, float], None],
                  clock: Callable[[], float],
-                 request_fingerprinter: Any = None) -> None:
+                 request_fingerprinter: Any = None,
+                 controls: KeyControls | None = None) -> None:
         self.frontier = frontier
+        self.controls = controls if controls is not None else KeyControls()
         self.seen = seen
         self.strategy = strategy
         self.admission = admission
@@ -252,6 +255,8 @@ class Intake:
 
     def _queue(self, entry: Entry, check_seen: bool) -> None:
         self.frontier.add([entry], check_seen=check_seen)
+        if self.controls.cleared:  # a queue was deleted: this URL came after
+            self.controls.admitted(entry.key, entry.fp)
         key = (entry.band, self.requests.where(entry.data))
         self._enqueued[key] = self._enqueued.get(key, 0) + 1
 

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.job import job_dir
 from scrapy.utils.reactor import is_reactor_installed
 
 from crawler_ext import config
 from crawler_ext.admission import Admission, RuleLearning
 from crawler_ext.frontier.adapter.checks import check_settings
+from crawler_ext.frontier.adapter.controls import ControlBook
 from crawler_ext.frontier.adapter.dispatch import Dispatcher
 from crawler_ext.frontier.adapter.durability import STORAGE_ERRORS, Durability
 from crawler_ext.frontier.adapter.engine import EngineHandle
@@ -38,6 +40,7 @@ from crawler_ext.frontier.adapter.progress import Progress
 from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, RobotsGate, allow_all
 from crawler_ext.frontier.contract import FrontierBackend, SharedLogPort
+from crawler_ext.frontier.controls import KeyControls
 from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.lag import LagProbe, ServerLatency
 from crawler_ext.frontier.strategy import CrawlingStrategy
@@ -112,10 +115,12 @@ class FrontierScheduler(BaseScheduler):
         # reference per request in flight, which paces the full garbage collections
         settings = getattr(crawler, "settings", None)
         self.requests.tracked = settings is not None and settings.getbool("MEMDEBUG_ENABLED")
+        # the operator's rules per key (the control API), checked by the gate
+        self.controls = KeyControls(frontier.key_floors)
         self.intake = Intake(frontier, self.df, strategy, self.admission, self.learning,
                              self.keys, self.robots, self.blocklist, self.requests,
                              self._counts.inc, self.engine.wake_at, time.time,
-                             _request_fingerprinter(crawler))
+                             _request_fingerprinter(crawler), self.controls)
         self.events.bind(self.intake, self.learning)
         self.hooks = SharedHooks(self.intake, self.robots, self.engine, self._inc)
         frontier.attach(self.hooks)  # a shared frontier calls wake(), seeds(), robots_import()
@@ -127,7 +132,10 @@ class FrontierScheduler(BaseScheduler):
                                  else None)
         self.dispatch = Dispatcher(frontier, self.robots, self.blocklist, self.requests,
                                    self.admission, self.inflight, strategy,
-                                   self._inc, stats)
+                                   self._inc, stats, self.controls)
+        self.control = ControlBook(self.controls, frontier, self.engine, self.robots,
+                                   self._inc, job_dir(settings) if settings is not None
+                                   else None)
         self.durability = Durability(frontier, self.df, self.inflight, self.intake, self.keys,
                                      self.requests, self.blocklist, self.engine, crawler,
                                      self._flush_counts)
@@ -156,6 +164,7 @@ class FrontierScheduler(BaseScheduler):
         self.engine.check()
         result = self.durability.open(self._inc)
         self.learning.load()
+        self.control.open(getattr(self.crawler, "settings", None))
         if is_reactor_installed():  # (not in Scrapy's reactorless mode)
             install_resolver(self.crawler, self.stats)  # the add-on's resolver, if it set one
         if self.crawler is not None:
@@ -194,6 +203,7 @@ class FrontierScheduler(BaseScheduler):
         self.lag.stop()
         if self._rules_log is not None:
             self._rules_log.stop()
+        self.control.close()
         self.engine.stop()
         self.durability.close(reason)
         self._flush_counts()

@@ -1,0 +1,187 @@
+"""The operator's actions on a running crawl, applied in one place: the control API and the
+command line hand them here.
+
+Key actions (``KEY_OPS``: a key's delay, block, pause, budget, deleted queue) go to the
+gate's rules (:class:`~crawler_ext.frontier.controls.KeyControls`); ``pause`` and ``resume``
+pause Scrapy's engine (requests in flight finish; none starts); ``robots_refresh`` expires the
+key's robots.txt answers, fetched again before its next URL.  Every action is logged and
+counted (``control/actions/<op>``).  What a restart keeps: with JOBDIR the key actions but a
+deleted queue (``KEPT_OPS``) are appended to ``JOBDIR/control-actions.jsonl`` and replayed at
+start; on a shared frontier every action goes on the crawl's ``control`` log, which every
+worker applies and a worker that starts later replays from its beginning (a crawl paused
+there stays paused for a new worker).  A ``DOWNLOAD_SLOTS`` slot's delay becomes its key's
+floor here, and Scrapy's own slot delay is set to 0 (it would add to the frontier's).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from crawler_ext.frontier.adapter.engine import EngineHandle, engine_of
+from crawler_ext.frontier.adapter.robotsgate import RobotsGate
+from crawler_ext.frontier.contract import FrontierBackend, SharedLogPort
+from crawler_ext.frontier.controls import KEPT_OPS, KEY_OPS, KeyControls
+from crawler_ext.frontier.politeness import delay_rule
+
+__all__ = ["CRAWL_OPS", "JOURNAL_NAME", "ControlBook"]
+
+logger = logging.getLogger(__name__)
+
+JOURNAL_NAME = "control-actions.jsonl"
+#: actions on the whole crawl (a shared frontier's log carries them to every worker)
+CRAWL_OPS = ("pause", "resume")
+ONE_OFF_OPS = ("robots_refresh",)
+
+
+class ControlBook:
+    def __init__(self, controls: KeyControls, frontier: FrontierBackend, engine: EngineHandle,
+                 robots: RobotsGate | None, inc: Callable[..., None],
+                 jobdir: str | None = None) -> None:
+        self.controls = controls
+        self.frontier = frontier
+        self.engine = engine
+        self.robots = robots
+        self._inc = inc
+        self.journal = os.path.join(jobdir, JOURNAL_NAME) if jobdir else None
+        self.paused = False
+        self.log: SharedLogPort | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def open(self, settings: Any) -> None:
+        """Slot delays, then the kept actions (the journal; a shared crawl's log)."""
+        slots = settings.getdict("DOWNLOAD_SLOTS") if settings is not None else {}
+        delays = {key: float(conf.get("delay") or 0) for key, conf in slots.items()
+                  if isinstance(conf, dict) and conf.get("delay")}
+        if delays:
+            self.controls.slot_delays(delays)
+            downloader = getattr(engine_of(self.engine.crawler), "downloader", None)
+            per_slot = getattr(downloader, "per_slot_settings", None)
+            if isinstance(per_slot, dict):  # Scrapy's own slot delay would add to ours
+                for key in delays:
+                    per_slot[key] = {**per_slot.get(key, {}), "delay": 0}
+            logger.info("Frontier: DOWNLOAD_SLOTS delays are their keys' floors: %s",
+                        ", ".join(f"{key} {delay:g} s" for key, delay in sorted(delays.items())))
+        replayed = self._replay()
+        if replayed:
+            logger.info("Control: %d operator actions replayed from %s", replayed,
+                        self.journal)
+        self.log = self.frontier.shared_log("control", self.from_others, self._stat)
+        if self.log is not None:
+            self.log.start()
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.stop()
+
+    # -- actions -----------------------------------------------------------------------------
+    def act(self, action: dict[str, Any], source: str = "api") -> None:
+        """Apply an action (validated by the caller), keep it, share it, log and count it."""
+        self.apply(action)
+        op = action["op"]
+        if self.journal is not None and op in KEPT_OPS:
+            try:  # one short line per operator action, rare: written at once
+                with open(self.journal, "a", encoding="utf-8") as file:
+                    file.write(json.dumps(action, separators=(",", ":")) + "\n")
+            except OSError as exc:
+                logger.warning("Control: %s not kept in %s (%s)", op, self.journal, exc)
+                self._inc("control/journal_errors")
+        if self.log is not None and op not in ONE_OFF_OPS:
+            self.log.publish(json.dumps(action, separators=(",", ":")).encode())
+        logger.info("Control (%s): %s", source, _describe(action))
+        self._inc(f"control/actions/{op}")
+
+    def apply(self, action: dict[str, Any]) -> None:
+        op = action["op"]
+        if op in KEY_OPS:
+            self.controls.apply(action, time.time())
+        elif op == "pause":
+            self.paused = True
+            engine = engine_of(self.engine.crawler)
+            if engine is not None:
+                engine.pause()
+        elif op == "resume":
+            self.paused = False
+            engine = engine_of(self.engine.crawler)
+            if engine is not None:
+                engine.unpause()
+        elif op == "robots_refresh":
+            if self.robots is not None:
+                for origin in self.robots.cache.of_host(action["key"]):
+                    self.robots.cache.expire(origin)
+        else:
+            raise ValueError(f"unknown action {op!r}")
+        self.engine.wake()  # a key let go, a crawl resumed: the engine asks now
+
+    def from_others(self, items: list[bytes]) -> None:
+        """Actions taken through another worker (a shared crawl's control log)."""
+        for item in items:
+            try:
+                action = json.loads(item)
+                self.apply(action)
+            except (ValueError, KeyError, TypeError) as exc:
+                logger.warning("Control: an action from another worker ignored (%s)", exc)
+                self._inc("control/refused/shared")
+
+    # -- reading -----------------------------------------------------------------------------
+    def key_report(self, key: str, state: dict[str, Any] | None) -> dict[str, Any]:
+        """A key's state (from the frontier's ``inspect_key``) with its rules and the rule
+        that set its delay."""
+        out: dict[str, Any] = {"key": key, **(state or {}), **self.controls.rules(key)}
+        floor, floor_rule = self.controls.floor_of(key)
+        if state:
+            out["delay_rule"] = delay_rule(self.frontier.policy, state["delay"], state["backoff"],
+                                           state["crawl_delay"], state["learned_floor"],
+                                           floor, floor_rule)
+            nxt = state.get("next_allowed")
+            if floor and floor > 0:
+                last = self.controls.last_start.get(key)
+                if last is not None:
+                    nxt = max(nxt or 0.0, last + floor)
+            out["next_allowed"] = nxt
+        if self.robots is not None:
+            now = time.time()
+            out["robots"] = {origin: _robots_status(s, now)
+                             for origin, s in self.robots.cache.of_host(key).items()}
+        return out
+
+    def _stat(self, name: str, value: float) -> None:
+        self._inc(name, int(value))
+
+    def _replay(self) -> int:
+        if self.journal is None or not os.path.exists(self.journal):
+            return 0
+        n = 0
+        with open(self.journal, encoding="utf-8") as file:
+            for line in file:
+                try:
+                    self.apply(json.loads(line))
+                    n += 1
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by a kill
+        return n
+
+
+def _describe(action: dict[str, Any]) -> str:
+    rest = ", ".join(f"{k}={v}" for k, v in action.items() if k not in ("op", "key"))
+    return f"{action['op']}" + (f" {action['key']}" if "key" in action else "") + \
+        (f" ({rest})" if rest else "")
+
+
+def _robots_status(state: Any, now: float) -> dict[str, Any]:
+    if state.fetching:
+        status = "fetching"
+    elif state.disallow_all:
+        status = "unavailable"  # 5xx or unreachable: everything disallowed until the retry
+    elif state.allow_all:
+        status = "allow_all"
+    elif state.parser is not None:
+        status = "parsed"
+    else:
+        status = "unknown"
+    return {"status": status, "failures": state.failures, "crawl_delay": state.crawl_delay,
+            "expires_in": round(state.expires - now, 1) if state.expires else None}

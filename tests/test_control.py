@@ -1,0 +1,251 @@
+"""The control API steering real crawls of the test web: the server's request log judges.
+
+One crawl (JOBDIR) is slowed, blocked, seeded, paused and resumed, refused bad input, fuzzed
+with schemathesis against its own OpenAPI document, watched in the live page in headless
+Chromium, and stopped; resumed, its blocked host stays blocked, also after a kill -9.  Then
+two Redis workers are steered through one worker's API."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from testweb import read_log
+
+H0, H1, H2 = "h0000.web.test", "h0001.web.test", "h0002.web.test"
+
+
+class Crawl:
+    """``scrapy crawl web`` in the background with the control API on a free port."""
+
+    def __init__(self, web: Any, jobdir: Path, seeds: list[str], **settings: Any) -> None:
+        self.jobdir = jobdir
+        base = {"JOBDIR": jobdir, "CRAWLER_EXT_CONTROL_ENABLED": True,
+                "CRAWLER_EXT_CONTROL_PORT": 0, "CRAWLER_EXT_HOSTS": web.hosts_setting,
+                "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
+                "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.3, "CRAWLER_EXT_ROBOTS_RETRY_BASE": 0.5,
+                "CRAWLER_EXT_WARC_DIR": jobdir.parent / "warcs", "LOG_LEVEL": "INFO",
+                "CRAWLER_EXT_STATS_FILE": jobdir.parent / f"{jobdir.name}.stats.json"}
+        base.update(settings)
+        info = jobdir / "control.json"
+        if info.exists():
+            info.unlink()
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={','.join(seeds)}"]
+        for name, value in base.items():
+            cmd += ["-s", f"{name}={value}"]
+        self.log_path = jobdir.parent / f"{jobdir.name}-{time.time():.0f}.log"
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log_path.open("w"),
+                                     stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        self.stats_path = Path(base["CRAWLER_EXT_STATS_FILE"])
+        deadline = time.time() + 60
+        while not info.exists():
+            assert self.proc.poll() is None and time.time() < deadline, self.output()
+            time.sleep(0.1)
+        self.url = json.loads(info.read_text())["url"]
+        self.token = (jobdir / "control.token").read_text().strip()
+
+    def call(self, method: str, path: str, body: Any = None, token: str | None = "",
+             raw: bytes | None = None, content_type: str = "application/json"
+             ) -> tuple[int, Any]:
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        request = urllib.request.Request(self.url.rstrip("/") + path, method=method, data=data)
+        if token is not None:
+            request.add_header("Authorization", f"Bearer {token or self.token}")
+        if data is not None:
+            request.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    def output(self) -> str:
+        return self.log_path.read_text()[-4000:] if self.log_path.exists() else ""
+
+    def wait(self, timeout: float = 60) -> int:
+        return self.proc.wait(timeout)
+
+    def stats(self) -> dict:
+        return json.loads(self.stats_path.read_text())
+
+
+def _gaps(log: list, host: str, since: float) -> list[float]:
+    starts = sorted(e.start for e in log if e.host == host)
+    return [b - a for a, b in zip(starts, starts[1:]) if b > since]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_crawl_steered_through_its_api(testweb_factory, tmp_path: Path) -> None:
+    web = testweb_factory(hosts=4, pages=120, hazards=False)
+    jobdir = tmp_path / "job"
+    seeds = [web.url(n) for n in range(3)]
+    crawl = Crawl(web, jobdir, seeds)
+    try:
+        assert oct((jobdir / "control.token").stat().st_mode & 0o777) == "0o600"
+        deadline = time.time() + 30
+        while crawl.call("GET", "/status")[1]["pages"] < 8:
+            assert time.time() < deadline, crawl.output()
+            time.sleep(0.2)
+        # bad input: each a 4xx with one line, nothing changed
+        before = crawl.call("GET", "/keys/" + H2)[1]
+        refused = [
+            crawl.call("POST", f"/keys/{H2}/block", {"until": None}, token="wrong"),
+            crawl.call("POST", f"/keys/{H2}/block", {"until": None}, token=None),
+            crawl.call("GET", "/pause"),
+            crawl.call("POST", f"/keys/{H2}/delay", raw=b"{" * (10 << 20)),
+            crawl.call("POST", f"/keys/{H2}/delay", raw=b"{seconds: 2"),
+            crawl.call("POST", f"/keys/{H2}/delay", {"seconds": -1}),
+            crawl.call("POST", f"/keys/{H2}/delay", {"seconds": 2}, content_type="text/plain"),
+            crawl.call("POST", "/keys/nowhere.test/block", {"until": None}),
+            crawl.call("POST", "/seeds", {"urls": ["ftp://x"]}),
+        ]
+        assert [status for status, _ in refused] == [401, 401, 405, 413, 400, 400, 415, 404,
+                                                     400], refused
+        assert all(set(body) == {"error"} and "\n" not in body["error"] for _, body in refused)
+        after = crawl.call("GET", "/keys/" + H2)[1]
+        assert (after["floor"], after["blocked_until"]) == (before["floor"], None) == (None, None)
+        # steer: slow h0 to 2 s, block h1 for good, add a seed nothing links to
+        assert crawl.call("POST", f"/keys/{H0}/delay", {"seconds": 2.0})[0] == 200
+        slowed = time.time()
+        assert crawl.call("POST", f"/keys/{H1}/block", {"until": None})[0] == 200
+        blocked = time.time()
+        extra = web.url(3, "/p/119.html")
+        assert crawl.call("POST", "/seeds", {"urls": [extra]})[1]["queued"] == 1
+        report = crawl.call("GET", f"/keys/{H0}")[1]
+        assert (report["floor"], report["delay_rule"] in ("operator", "min_delay")) == (2.0, True)
+        time.sleep(3)
+        assert crawl.call("POST", "/pause")[0] == 200
+        paused = time.time()
+        assert crawl.call("GET", "/status")[1]["state"] == "paused"
+        time.sleep(2.5)
+        resumed = time.time()
+        assert crawl.call("POST", "/resume")[0] == 200
+        _live_page(crawl)
+        _fuzz(crawl, web)
+        crawl.call("POST", "/resume")  # (the fuzzing may have paused it)
+        assert crawl.call("GET", f"/keys/{H0}")[1]["delay_rule"] == "operator"
+        assert crawl.call("POST", "/stop")[0] == 200
+        assert crawl.wait() == 0, crawl.output()
+    finally:
+        if crawl.proc.poll() is None:
+            crawl.proc.kill()
+    stats = crawl.stats()
+    assert stats["finish_reason"] == "operator_stop"
+    for name in ("unauthorised", "method", "too_large", "malformed", "invalid", "not_json",
+                 "unknown_key"):
+        assert stats.get(f"control/refused/{name}", 0) >= 1, name
+    assert stats["control/actions/block"] == 1 and stats["control/actions/delay"] >= 1
+    log = read_log(web.log_path)
+    # the new pace from the next request on; nothing of h1 after its block; the seed
+    gaps = _gaps(log, H0, slowed)
+    assert gaps and min(gaps) >= 2.0 - 0.02, gaps
+    assert [e for e in log if e.host == H1 and e.start > blocked + 0.05] == []
+    assert any(e.host == "h0003.web.test" and e.path == "/p/119.html" for e in log)
+    # paused: what was in flight finishes, nothing starts
+    assert [e for e in log if paused + 0.5 < e.start < resumed] == []
+    fetched = {(e.host, e.path) for e in log}
+    # resumed from its JOBDIR: the block is kept, the crawl goes on; then a kill -9
+    again = Crawl(web, jobdir, seeds)
+    try:
+        start = time.time()
+        assert again.call("GET", f"/keys/{H1}")[1]["blocked_until"] == "forever"
+        deadline = time.time() + 30
+        while again.call("GET", "/status")[1]["pages"] < 5:
+            assert time.time() < deadline, again.output()
+            time.sleep(0.2)
+        again.proc.send_signal(signal.SIGKILL)
+        again.wait()
+        third = Crawl(web, jobdir, seeds)
+        assert third.call("GET", f"/keys/{H1}")[1]["blocked_until"] == "forever"
+        time.sleep(1.5)
+        third.call("POST", "/stop")
+        assert third.wait() == 0, third.output()
+    finally:
+        for run in (again, locals().get("third")):
+            if run is not None and run.proc.poll() is None:
+                run.proc.kill()
+    later = [e for e in read_log(web.log_path) if e.start > start]
+    assert later and not [e for e in later if e.host == H1]
+    assert len({(e.host, e.path) for e in later} - fetched) >= 5  # it went on
+
+
+def _fuzz(crawl: Crawl, web: Any) -> None:
+    """schemathesis against the running API: every response matches the document, no 5xx,
+    auth enforced on every operation (``/stop`` left out, ``/seeds`` given test-web URLs)."""
+    schemathesis = pytest.importorskip("schemathesis")
+    from hypothesis import HealthCheck, given, settings, strategies
+
+    auth = {"Authorization": f"Bearer {crawl.token}"}
+    schema = schemathesis.openapi.from_url(crawl.url + "openapi.json", headers=auth)
+    fuzzed = schema.exclude(path=["/stop", "/seeds"])
+    loopback = strategies.lists(strategies.integers(0, 3).map(
+        lambda n: web.url(n, f"/p/{n}.html")), min_size=1, max_size=3)
+
+    @settings(max_examples=120, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(case=fuzzed.as_strategy())
+    def fuzz(case: Any) -> None:
+        case.call_and_validate(headers=auth)
+
+    @settings(max_examples=10, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(urls=loopback)
+    def seeds(urls: list[str]) -> None:
+        case = schema["/seeds"]["POST"].Case(body={"urls": urls},
+                                             media_type="application/json")
+        case.call_and_validate(headers=auth)
+
+    fuzz()
+    seeds()
+    document = crawl.call("GET", "/openapi.json")[1]
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            if operation.get("security") == [] or path == "/stop":
+                continue
+            concrete = path.replace("{key}", H2)
+            status, body = crawl.call(method.upper(), concrete, token="not-the-token")
+            assert status == 401 and set(body) == {"error"}, (method, path, status)
+
+
+def _live_page(crawl: Crawl) -> None:
+    """The live page in headless Chromium: its plots change between two screenshots, and
+    its pause button pauses the crawl."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(f"{crawl.url}#token={crawl.token}")
+            page.wait_for_function("document.querySelectorAll('#plot-rate polyline').length > 0",
+                                   timeout=15_000)
+            first = page.locator(".plots").screenshot()
+            time.sleep(2.5)
+            page.wait_for_function("Number(document.getElementById('samples').textContent) > 3")
+            second = page.locator(".plots").screenshot()
+            assert first != second  # the plots moved on
+            page.click("#pause")
+            deadline = time.time() + 10
+            while crawl.call("GET", "/status")[1]["state"] != "paused":
+                assert time.time() < deadline
+                time.sleep(0.1)
+        finally:
+            browser.close()
+    assert crawl.call("POST", "/resume")[0] == 200
