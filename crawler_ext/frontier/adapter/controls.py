@@ -10,7 +10,7 @@ deleted queue (``KEPT_OPS``) are appended to ``JOBDIR/control-actions.jsonl`` an
 start; on a shared frontier every action goes on the crawl's ``control`` log, which every
 worker applies and a worker that starts later replays from its beginning (a crawl paused
 there stays paused for a new worker).  A ``DOWNLOAD_SLOTS`` slot's delay becomes its key's
-floor here, and Scrapy's own slot delay is set to 0 (it would add to the frontier's).
+floor here (a request with ``meta["download_slot"]`` is queued under its slot's key).
 """
 
 from __future__ import annotations
@@ -58,12 +58,9 @@ class ControlBook:
         delays = {key: float(conf.get("delay") or 0) for key, conf in slots.items()
                   if isinstance(conf, dict) and conf.get("delay")}
         if delays:
+            # (Scrapy's slot keeps its delay too: it counts from the previous request's
+            # start, as the gate's floor does, so it adds nothing to the frontier's)
             self.controls.slot_delays(delays)
-            downloader = getattr(engine_of(self.engine.crawler), "downloader", None)
-            per_slot = getattr(downloader, "per_slot_settings", None)
-            if isinstance(per_slot, dict):  # Scrapy's own slot delay would add to ours
-                for key in delays:
-                    per_slot[key] = {**per_slot.get(key, {}), "delay": 0}
             logger.info("Frontier: DOWNLOAD_SLOTS delays are their keys' floors: %s",
                         ", ".join(f"{key} {delay:g} s" for key, delay in sorted(delays.items())))
         replayed = self._replay()

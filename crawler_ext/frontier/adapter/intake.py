@@ -235,7 +235,11 @@ class Intake:
 
     def _admit(self, request: Request, canonical: str, fp: int, referer: str | None) -> None:
         host = canonical_key(canonical)
-        key = self.keys.key(host, (request, canonical, fp, referer))
+        # a request Scrapy's downloader puts in a slot of its own (meta download_slot) is
+        # paced as that slot: its key, whose DOWNLOAD_SLOTS delay is a floor
+        slot = request.meta.get("download_slot")
+        key = slot if isinstance(slot, str) and slot else \
+            self.keys.key(host, (request, canonical, fp, referer))
         if key is None:  # keyed by address: admitted when the host's address is known
             return
         chain = self.admission.count(canonical, referer)
