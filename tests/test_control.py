@@ -21,28 +21,37 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from conftest import ROOT, free_port
 from testweb import read_log
 
 H0, H1, H2 = "h0000.web.test", "h0001.web.test", "h0002.web.test"
 
 
 class Crawl:
-    """``scrapy crawl web`` in the background with the control API on a free port."""
+    """``scrapy crawl web`` in the background with the control API on a free port: with a
+    JOBDIR, found there; without (``jobdir`` names the run), on a port and token of ours."""
 
-    def __init__(self, web: Any, jobdir: Path, seeds: list[str], **settings: Any) -> None:
+    def __init__(self, web: Any, jobdir: Path, seeds: list[str], use_jobdir: bool = True,
+                 **settings: Any) -> None:
         self.jobdir = jobdir
-        base = {"JOBDIR": jobdir, "CRAWLER_EXT_CONTROL_ENABLED": True,
+        base = {"CRAWLER_EXT_CONTROL_ENABLED": True,
                 "CRAWLER_EXT_CONTROL_PORT": 0, "CRAWLER_EXT_HOSTS": web.hosts_setting,
                 "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.3, "CRAWLER_EXT_ROBOTS_RETRY_BASE": 0.5,
                 "CRAWLER_EXT_WARC_DIR": jobdir.parent / "warcs", "LOG_LEVEL": "INFO",
                 "CRAWLER_EXT_STATS_FILE": jobdir.parent / f"{jobdir.name}.stats.json"}
+        if use_jobdir:
+            base["JOBDIR"] = jobdir
+        else:
+            jobdir.mkdir(parents=True, exist_ok=True)
+            base["CRAWLER_EXT_CONTROL_PORT"] = free_port()
+            base["CRAWLER_EXT_CONTROL_TOKEN"] = f"token-of-{jobdir.name}"
         base.update(settings)
         info = jobdir / "control.json"
         if info.exists():
             info.unlink()
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={','.join(seeds)}"]
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "web",
+               *(["-a", f"seeds={','.join(seeds)}"] if seeds else [])]
         for name, value in base.items():
             cmd += ["-s", f"{name}={value}"]
         self.log_path = jobdir.parent / f"{jobdir.name}-{time.time():.0f}.log"
@@ -51,6 +60,17 @@ class Crawl:
                                      env=dict(os.environ, PYTHONPATH=str(ROOT)))
         self.stats_path = Path(base["CRAWLER_EXT_STATS_FILE"])
         deadline = time.time() + 60
+        if not use_jobdir:
+            self.url = f"http://127.0.0.1:{base['CRAWLER_EXT_CONTROL_PORT']}/"
+            self.token = base["CRAWLER_EXT_CONTROL_TOKEN"]
+            while True:
+                assert self.proc.poll() is None and time.time() < deadline, self.output()
+                try:
+                    if self.call("GET", "/status")[0] == 200:
+                        break
+                except OSError:
+                    time.sleep(0.1)
+            return
         while not info.exists():
             assert self.proc.poll() is None and time.time() < deadline, self.output()
             time.sleep(0.1)
@@ -181,6 +201,71 @@ def test_a_crawl_steered_through_its_api(testweb_factory, tmp_path: Path) -> Non
     later = [e for e in read_log(web.log_path) if e.start > start]
     assert later and not [e for e in later if e.host == H1]
     assert len({(e.host, e.path) for e in later} - fetched) >= 5  # it went on
+
+
+REDIS_URL = "redis://127.0.0.1:6379/9"
+
+
+def _cli(*args: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "crawler_ext.control", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_two_redis_workers_steered_through_one_workers_api(testweb_factory,
+                                                           tmp_path: Path) -> None:
+    redis_lib = pytest.importorskip("redis")
+    client = redis_lib.Redis.from_url(REDIS_URL)
+    client.flushdb()
+    web = testweb_factory(hosts=4, pages=80, hazards=False)
+    _cli("--redis-url", REDIS_URL, "seeds", *[web.url(n) for n in range(4)])
+    redis = {"CRAWLER_EXT_FRONTIER_BACKEND": "redis", "REDIS_URL": REDIS_URL,
+             "CRAWLER_EXT_REDIS_LEASE_TTL": 3}
+    workers = [Crawl(web, tmp_path / f"w{n}", [], use_jobdir=False, **redis) for n in range(2)]
+    w0, w1 = workers
+    try:
+        deadline = time.time() + 30
+        while w0.call("GET", "/status")[1]["pages"] < 4:
+            assert time.time() < deadline, w0.output()
+            time.sleep(0.2)
+        assert w0.call("POST", f"/keys/{H0}/delay", {"seconds": 2.0})[0] == 200
+        slowed = time.time()
+        assert w0.call("POST", f"/keys/{H1}/block", {"until": None})[0] == 200
+        blocked = time.time()
+        _cli("--redis-url", REDIS_URL, "block", H2)  # straight to Redis, no API
+        blocked_too = time.time()
+        time.sleep(1.5)  # (each worker reads the crawl's control log every second)
+        seen = w1.call("GET", f"/keys/{H1}")[1]
+        assert seen["blocked_until"] == "forever" and "queued" in seen, seen
+        assert w1.call("GET", f"/keys/{H0}")[1]["floor"] == 2.0
+        assert w1.call("POST", "/pause")[0] == 200
+        paused = time.time()
+        time.sleep(3.5)
+        resumed = time.time()
+        _cli("--url", w0.url, "--token", w0.token, "resume")
+        time.sleep(4)
+        assert w0.call("GET", "/status")[1]["state"] == "running"
+        for worker in workers:
+            assert worker.call("POST", "/stop")[0] == 200
+        for worker in workers:
+            assert worker.wait() == 0, worker.output()
+    finally:
+        for worker in workers:
+            if worker.proc.poll() is None:
+                worker.proc.kill()
+        client.flushdb()
+    assert all(w.stats()["finish_reason"] == "operator_stop" for w in workers)
+    log = read_log(web.log_path)
+    assert {e.client for e in log} and len(log) > 10
+    gaps = _gaps(log, H0, slowed + 1.5)
+    assert gaps and min(gaps) >= 2.0 - 0.02, gaps
+    assert [e for e in log if e.host == H1 and e.start > blocked + 1.5] == []
+    assert [e for e in log if e.host == H2 and e.start > blocked_too + 1.5] == []
+    assert [e for e in log if paused + 1.5 < e.start < resumed] == []
+    assert any(e.start > resumed + 0.5 for e in log)  # and it went on
 
 
 def _fuzz(crawl: Crawl, web: Any) -> None:

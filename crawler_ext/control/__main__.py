@@ -1,0 +1,5 @@
+import sys
+
+from crawler_ext.control.cli import main
+
+sys.exit(main())
