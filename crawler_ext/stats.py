@@ -153,6 +153,20 @@ STATS: list[Stat] = [
     Stat(("render/context_restarts", "render/context_restarts/<reason>"),
          "browser contexts replaced: `pages` (CRAWLER_EXT_RENDER_CONTEXT_PAGES), `memory` "
          "(CRAWLER_EXT_RENDER_MEMORY_MB)"),
+    Stat(("control/requests", "control/refused/<reason>"),
+         "requests to the control API; refused, by reason: `unauthorised`, `not_found`, "
+         "`method`, `bad_key`, `too_large`, `not_json`, `malformed`, `invalid`, "
+         "`unknown_key`, `no_checkpoint`"),
+    Stat(("control/actions/<op>",),
+         "operator actions taken (the API, the command line, another worker's): `pause`, "
+         "`resume`, `stop`, `checkpoint`, `seeds`, `delay`, `block`, `unblock`, `pause_key`, "
+         "`resume_key`, `delete_queue`, `budget`, `robots_refresh`"),
+    Stat(("control/dropped/<reason>",),
+         "queued URLs dropped at their turn by an operator's rule: `budget` (the key's page "
+         "budget spent), `deleted` (its queue deleted)"),
+    Stat(("control/journal_errors", "control/refused/shared"),
+         "operator actions not kept in JOBDIR/control-actions.jsonl (a write failed); "
+         "actions from another worker's control log that could not be read"),
     Stat(("render/refused_address",),
          "rendered pages dropped because the browser reached an address the SSRF guard "
          "refuses"),

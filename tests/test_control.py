@@ -334,3 +334,36 @@ def _live_page(crawl: Crawl) -> None:
         finally:
             browser.close()
     assert crawl.call("POST", "/resume")[0] == 200
+
+
+def test_key_rules_at_a_keys_turn() -> None:
+    """The gate's verdicts for each operator rule (the crawls above check them on the wire)."""
+    from crawler_ext.frontier.controls import HOLD_SLICE, KeyControls
+
+    floors: dict[str, float] = {}
+    rules = KeyControls(floors)
+    assert not rules.active and rules.verdict("a", 1, 100.0) is None
+    rules.apply({"op": "block", "key": "a", "until": 105.0}, 100.0)
+    assert rules.verdict("a", 1, 100.0) == 100.0 + HOLD_SLICE and rules.parks("a")
+    assert rules.verdict("a", 1, 104.5) == 105.0
+    assert rules.verdict("a", 1, 105.0) is None and not rules.active  # its time came
+    rules.apply({"op": "pause_key", "key": "b"}, 100.0)
+    assert rules.verdict("b", 1, 100.0) == 100.0 + HOLD_SLICE and not rules.parks("b")
+    rules.apply({"op": "resume_key", "key": "b"}, 100.0)
+    assert rules.verdict("b", 1, 100.0) is None
+    rules.apply({"op": "budget", "key": "c", "pages": 2}, 100.0)
+    for _ in range(2):
+        assert rules.verdict("c", 1, 100.0) is None
+        rules.dispatched("c", 100.0)
+    assert rules.verdict("c", 1, 100.0) == "budget"
+    rules.apply({"op": "delay", "key": "d", "seconds": 2.0}, 100.0)
+    assert floors == {"d": 2.0} and rules.verdict("d", 1, 100.5) == 102.0
+    rules.slot_delays({"d": 3.0})
+    assert floors == {"d": 3.0} and rules.floor_of("d") == (3.0, "download_slots")
+    rules.apply({"op": "delay", "key": "d", "seconds": 0}, 103.0)
+    assert floors == {"d": 3.0}
+    rules.apply({"op": "delete_queue", "key": "e"}, 100.0)
+    rules.admitted("e", 7)  # queued after the deletion: kept
+    assert rules.verdict("e", 6, 100.0) == "deleted" and rules.verdict("e", 7, 100.0) is None
+    with pytest.raises(ValueError):
+        rules.apply({"op": "explode", "key": "f"}, 100.0)

@@ -11,6 +11,7 @@ from collections import deque
 from typing import Any
 
 from scrapy import Request
+from scrapy.utils.asyncio import call_later
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import threads
 
@@ -136,14 +137,13 @@ class RunningCrawl:
         return {"queued": queued, "known": len(urls) - queued}
 
     def stop(self) -> None:
-        from twisted.internet import reactor
-
         logger.info("Control (control API): stop; the crawl closes (finish reason "
                     "operator_stop)")
         self.crawler.stats.inc_value("control/actions/stop")
         self.closing = True
         engine = self.crawler.engine
-        reactor.callLater(0, lambda: deferred_from_coro(
+        # (after this answer went out)
+        call_later(0, lambda: deferred_from_coro(
             engine.close_spider_async(reason="operator_stop")))
 
     def checkpoint(self) -> str | None:

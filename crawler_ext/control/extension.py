@@ -20,7 +20,7 @@ import logging
 import os
 import secrets
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, unquote
 
 from scrapy import signals
@@ -66,12 +66,14 @@ class ControlExtension:
 
     def spider_opened(self, spider: Any) -> None:
         from twisted.internet import reactor
+        from twisted.internet.interfaces import IReactorTCP
 
         scheduler = self.crawler.engine.scheduler
         if not hasattr(scheduler, "control"):
             logger.warning("Control API: off, the scheduler is not crawler_ext's frontier")
             return
         crawl = self.crawl = RunningCrawl(self.crawler, scheduler)
+        scheduler.controls.counting = True  # (requests per key, for the keys' budgets)
         sig = self.crawler.signals
         sig.connect(self._released, signal=host_released)
         sig.connect(self._spider_error, signal=signals.spider_error)
@@ -83,7 +85,9 @@ class ControlExtension:
         site = server.Site(_Root(api))
         site.requestFactory = _CappedRequest
         site.noisy = False
-        self._listening = reactor.listenTCP(self.port, site, interface=self.host)
+        # (zope interfaces declare their methods without self: mypy reads them one off)
+        self._listening = cast(IReactorTCP, reactor).listenTCP(
+            self.port, site, interface=self.host)  # type: ignore[arg-type]
         port = self._listening.getHost().port
         host = f"[{self.host}]" if ":" in self.host else self.host
         url = f"http://{host}:{port}/"

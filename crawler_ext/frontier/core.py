@@ -91,25 +91,33 @@ def _untracked(fp: int, fields: bytes) -> Entry:
                  priority, refresh)
 
 
+def key_report(store: FrontierStore, key: str, active: set[str],
+               parked: dict[str, float]) -> dict[str, Any] | None:
+    """A key's politeness state and queue as ``store`` holds them (None: not known)."""
+    if not store.known_key(key):
+        return None
+    state = store.host(key)
+    discovery, refresh = store.back_lanes(key)
+    return {"queued": discovery + refresh, "queued_refresh": refresh,
+            "in_flight": state.in_flight, "active": key in active, "delay": state.delay,
+            "backoff": state.backoff, "crawl_delay": state.crawl_delay,
+            "learned_floor": state.floor, "next_allowed": state.next_allowed or None,
+            "parked_until": parked.get(key)}
+
+
 class Frontier:
     """The frontier contract (:class:`~crawler_ext.frontier.contract.FrontierBackend`) in one
     process, over a memory or sqlite store."""
 
     wait_for_seeds = False
+    inspect_blocks = False
 
-    def __init__(
-        self,
-        store: FrontierStore,
-        policy: PolitenessPolicy,
-        weights: Sequence[float],
-        max_active_keys: int = 10_000,
-        max_in_flight: int = 1,
-        refill_budget: int = 5_000,
-        max_tracked: int = 100_000,
-        on_stat: Callable[[str, float], None] | None = None,
-        refresh_share: float = 0.5,
-        best_first: bool = False,
-    ) -> None:
+    def __init__(self, store: FrontierStore, policy: PolitenessPolicy,
+                 weights: Sequence[float], max_active_keys: int = 10_000,
+                 max_in_flight: int = 1, refill_budget: int = 5_000,
+                 max_tracked: int = 100_000,
+                 on_stat: Callable[[str, float], None] | None = None,
+                 refresh_share: float = 0.5, best_first: bool = False) -> None:
         if len(weights) != getattr(store, "bands", len(weights)):
             raise ValueError(f"{len(weights)} band weights for {store.bands} bands")  # type: ignore[attr-defined]
         self.store = store
@@ -318,9 +326,8 @@ class Frontier:
         """A request left the downloader: free its key and set its next allowed time."""
         state = self.store.host(entry.key)
         state.in_flight = max(0, state.in_flight - 1)
-        delay = self.policy.update(state, outcome, now,
-                                   self.key_floors.get(entry.key, 0.0) if self.key_floors
-                                   else 0.0)
+        floor = self.key_floors.get(entry.key, 0.0) if self.key_floors else 0.0
+        delay = self.policy.update(state, outcome, now, floor)
         if self.policy.parks(delay):
             self.parked[entry.key] = now + delay
         else:
@@ -392,19 +399,8 @@ class Frontier:
     def active_keys(self) -> int:
         return len(self._active)
 
-    inspect_blocks = False
-
     def inspect_key(self, key: str, now: float) -> dict[str, Any] | None:
-        if not self.store.known_key(key):
-            return None
-        state = self.store.host(key)
-        discovery, refresh = self.store.back_lanes(key)
-        return {"queued": discovery + refresh, "queued_refresh": refresh,
-                "in_flight": state.in_flight, "active": key in self._active,
-                "delay": state.delay, "backoff": state.backoff,
-                "crawl_delay": state.crawl_delay, "learned_floor": state.floor,
-                "next_allowed": state.next_allowed or None,
-                "parked_until": self.parked.get(key)}
+        return key_report(self.store, key, self._active, self.parked)
 
     def discovery_waiting(self, key: str) -> bool | None:
         return self.store.back_lanes(key)[0] > 0
