@@ -145,6 +145,9 @@ def test_a_crawl_steered_through_its_api(testweb_factory, tmp_path: Path) -> Non
         blocked = time.time()
         extra = web.url(3, "/p/119.html")
         assert crawl.call("POST", "/seeds", {"urls": [extra]})[1]["queued"] == 1
+        assert crawl.call("POST", f"/keys/{H2}/robots/refresh")[0] == 200
+        refreshed = time.time()
+        assert crawl.call("POST", "/checkpoint")[0] == 200
         report = crawl.call("GET", f"/keys/{H0}")[1]
         assert (report["floor"], report["delay_rule"] in ("operator", "min_delay")) == (2.0, True)
         time.sleep(3)
@@ -175,6 +178,7 @@ def test_a_crawl_steered_through_its_api(testweb_factory, tmp_path: Path) -> Non
     assert gaps and min(gaps) >= 2.0 - 0.02, gaps
     assert [e for e in log if e.host == H1 and e.start > blocked + 0.05] == []
     assert any(e.host == "h0003.web.test" and e.path == "/p/119.html" for e in log)
+    assert any(e.host == H2 and e.path == "/robots.txt" and e.start > refreshed for e in log)
     # paused: what was in flight finishes, nothing starts
     assert [e for e in log if paused + 0.5 < e.start < resumed] == []
     fetched = {(e.host, e.path) for e in log}
@@ -241,6 +245,7 @@ def test_two_redis_workers_steered_through_one_workers_api(testweb_factory,
         seen = w1.call("GET", f"/keys/{H1}")[1]
         assert seen["blocked_until"] == "forever" and "queued" in seen, seen
         assert w1.call("GET", f"/keys/{H0}")[1]["floor"] == 2.0
+        assert w1.call("POST", "/checkpoint")[0] == 409  # (no JOBDIR)
         assert w1.call("POST", "/pause")[0] == 200
         paused = time.time()
         time.sleep(3.5)
