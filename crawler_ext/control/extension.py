@@ -68,7 +68,8 @@ class ControlExtension:
         from twisted.internet import reactor
         from twisted.internet.interfaces import IReactorTCP
 
-        scheduler = self.crawler.engine.scheduler
+        engine = self.crawler.engine  # (Engine.scheduler is Scrapy 2.19's; _slot before)
+        scheduler = getattr(engine, "scheduler", None) or getattr(engine._slot, "scheduler", None)
         if not hasattr(scheduler, "control"):
             logger.warning("Control API: off, the scheduler is not crawler_ext's frontier")
             return

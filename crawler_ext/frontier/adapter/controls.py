@@ -35,7 +35,6 @@ logger = logging.getLogger(__name__)
 JOURNAL_NAME = "control-actions.jsonl"
 #: actions on the whole crawl (a shared frontier's log carries them to every worker)
 CRAWL_OPS = ("pause", "resume")
-ONE_OFF_OPS = ("robots_refresh",)
 
 
 class ControlBook:
@@ -87,7 +86,7 @@ class ControlBook:
             except OSError as exc:
                 logger.warning("Control: %s not kept in %s (%s)", op, self.journal, exc)
                 self._inc("control/journal_errors")
-        if self.log is not None and op not in ONE_OFF_OPS:
+        if self.log is not None:
             self.log.publish(json.dumps(action, separators=(",", ":")).encode())
         logger.info("Control (%s): %s", source, _describe(action))
         self._inc(f"control/actions/{op}")
