@@ -56,6 +56,7 @@ _COMPONENTS = [
     ("EXTENSIONS", "crawler_ext.statsfile.StatsFile", 0),
     ("EXTENSIONS", "crawler_ext.report.CrawlTimeSeries", 0),
     ("EXTENSIONS", "crawler_ext.control.ControlExtension", 0),  # CRAWLER_EXT_CONTROL_ENABLED
+    ("EXTENSIONS", "crawler_ext.linkgraph.LinkGraphExtension", 0),  # CRAWLER_EXT_LINKGRAPH_DIR
 ]
 
 

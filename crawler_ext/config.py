@@ -295,6 +295,17 @@ _SPECS = [
             "Drop tracking parameters (utm_*, fbclid, gclid, ...)."),
     Setting("CRAWLER_EXT_WARC_DIR", "warcs", optional_str,
             "Directory of the WARC files and their CDXJ indexes (empty: archiving off)."),
+    Setting("CRAWLER_EXT_WET_ENABLED", False, boolean,
+            "Write each document's extracted text as WET records, *.warc.wet.gz beside each "
+            "WARC file (needs the content processors; docs/outputs.md)."),
+    Setting("CRAWLER_EXT_WAT_ENABLED", False, boolean,
+            "Write each document's metadata and links as WAT records (JSON), *.warc.wat.gz "
+            "beside each WARC file (needs the content processors; docs/outputs.md)."),
+    Setting("CRAWLER_EXT_LINKGRAPH_DIR", None, optional_str,
+            "Directory of the crawl's link graph (page and host edges, gzip TSV; "
+            "docs/outputs.md); unset: none written."),
+    Setting("CRAWLER_EXT_LINKGRAPH_MAX_SIZE", 100 << 20, number(int, 1024),
+            "The link graph's files rotate past this many bytes of edges (compressed)."),
     Setting("CRAWLER_EXT_WARC_MAX_SIZE", 1_000_000_000, number(int, 1024),
             "A WARC file is closed and the next one opened past this many bytes."),
     Setting("CRAWLER_EXT_WARC_PREFIX", "crawler_ext", str,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["content_checked", "content_duplicate", "frontier_commit", "frontier_opened",
-           "host_released", "sitemap_lastmod", "sitemaps_found", "storage_failed"]
+__all__ = ["content_checked", "content_duplicate", "document_processed", "frontier_commit",
+           "frontier_opened", "host_released", "sitemap_lastmod", "sitemaps_found",
+           "storage_failed"]
 
 #: A fetched page duplicates an earlier one.  Arguments: ``url``, ``original`` (URL),
 #: ``kind`` ("exact" or "near"), ``distance`` (SimHash bits).  The frontier scheduler learns
@@ -14,6 +15,11 @@ content_duplicate = object()
 #: "near"), ``basis`` ("main", "full" or "body": too little text to judge by).  Admission's
 #: trap rules take empty and duplicate pages of a URL pattern as the evidence they need.
 content_checked = object()
+
+#: A fetched document went through its content-type processor.  Arguments: ``request``,
+#: ``response``, ``processed`` (a :class:`~crawler_ext.processors.contract.Processed`: text,
+#: links with anchor text, metadata).  The WARC pipeline writes its WET and WAT records.
+document_processed = object()
 
 #: robots.txt of an origin was read (2xx or 4xx).  Arguments: ``origin``, ``sitemaps`` (the
 #: URLs its ``Sitemap:`` lines list, maybe none).  The sitemap middleware fetches them.

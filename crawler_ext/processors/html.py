@@ -50,6 +50,11 @@ class HtmlProcessor:
         metadata["title"] = " ".join((title.text_content() if title is not None else "").split())
         if root.get("lang"):
             metadata["language"] = root.get("lang")
+        metas = [{key: meta.get(key) for key in ("name", "property", "http-equiv", "content")
+                  if meta.get(key) is not None}
+                 for meta in root.iterfind(".//head/meta")][:100]
+        if metas:
+            metadata["metas"] = metas
         base = document.url
         for href in root.iterfind(".//base[@href]"):
             resolved, _ = extract_links(document.url, [href.get("href") or ""])

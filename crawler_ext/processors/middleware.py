@@ -31,7 +31,7 @@ from crawler_ext.processors.contract import Document, Processed
 from crawler_ext.processors.pool import ProcessorPool
 from crawler_ext.processors.registry import build_table, lookup
 from crawler_ext.processors.sniff import choose_mime, kind_of, media_type
-from crawler_ext.signals import sitemap_lastmod
+from crawler_ext.signals import document_processed, sitemap_lastmod
 
 __all__ = ["PROCESSED_META", "ProcessorMiddleware"]
 
@@ -137,6 +137,9 @@ class ProcessorMiddleware:
         request.meta[FINGERPRINT_META] = page
         for url, when in (processed.metadata.get("dates") or {}).items():
             self.crawler.signals.send_catch_log(sitemap_lastmod, url=url, lastmod=when)
+        if not processed.refused:
+            self.crawler.signals.send_catch_log(document_processed, request=request,
+                                                response=response, processed=processed)
         return response
 
     def _count(self, url: str, processed: Processed) -> None:

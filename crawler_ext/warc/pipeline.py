@@ -35,8 +35,9 @@ from warcio.statusandheaders import StatusAndHeaders
 from crawler_ext import config
 from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.hosts.directives import raw_noindex
-from crawler_ext.signals import content_duplicate, frontier_commit
+from crawler_ext.signals import content_duplicate, document_processed, frontier_commit
 from crawler_ext.warc.cdxj import metadata_uri
+from crawler_ext.warc.derivatives import wat_payload, wat_record, wet_record
 from crawler_ext.warc.process import ProcessWriter
 from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
 
@@ -66,6 +67,8 @@ class WarcPipeline:
         self.store_noindex = store_noindex
         self._first_capture: dict[str, tuple[str, str]] = {}  # payload digest -> (uri, date)
         self._captures: OrderedDict[str, str] = OrderedDict()  # url -> response record id
+        self._dates: dict[str, str] = {}  # response record id -> its date (for WAT)
+        self.wet = self.wat = False  # derivative files (CRAWLER_EXT_WET/WAT_ENABLED)
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> WarcPipeline:
@@ -81,6 +84,13 @@ class WarcPipeline:
                   "isPartOf": crawler.spidercls.name}))
         pipeline = cls(writer, crawler.stats, config.get(s, "CRAWLER_EXT_NOINDEX_STORE"),
                        crawler)
+        pipeline.wet = config.get(s, "CRAWLER_EXT_WET_ENABLED")
+        pipeline.wat = config.get(s, "CRAWLER_EXT_WAT_ENABLED")
+        if pipeline.wet or pipeline.wat:
+            if not config.get(s, "CRAWLER_EXT_PROCESSORS_ENABLED"):
+                logger.warning("WARC: WET and WAT files come from the content processors, "
+                               "which are off (CRAWLER_EXT_PROCESSORS_ENABLED): none written")
+            crawler.signals.connect(pipeline.document_processed, signal=document_processed)
         crawler.signals.connect(pipeline.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(pipeline.duplicate, signal=content_duplicate)
         crawler.signals.connect(pipeline.flush, signal=frontier_commit)
@@ -180,8 +190,10 @@ class WarcPipeline:
         if not self._write(req_record):
             return
         self._captures[uri] = rec_id
+        if self.wat:
+            self._dates[rec_id] = date
         if len(self._captures) > 100_000:
-            self._captures.popitem(last=False)
+            self._dates.pop(self._captures.popitem(last=False)[1], None)
         if self.stats is not None:
             self.stats.inc_value(f"warc/records/{kind}")
 
@@ -199,6 +211,26 @@ class WarcPipeline:
             warc_content_type="text/html; charset=utf-8", warc_headers_dict=headers)
         if self._write(record) and self.stats is not None:
             self.stats.inc_value("warc/records/conversion")
+
+    def document_processed(self, request: Any, response: Any, processed: Any,
+                           **_: Any) -> None:
+        """WET and WAT records of a processed document, referring to its response record."""
+        url = request.url
+        rec_id = self._captures.get(url)
+        b = self.writer.builder
+        language = processed.metadata.get("language")
+        if self.wet and processed.text:
+            if self._write(wet_record(b, url, processed.text, rec_id,
+                                      language if isinstance(language, str) else None)) \
+                    and self.stats is not None:
+                self.stats.inc_value("warc/records/wet")
+        if self.wat:
+            headers = [(k.decode("latin-1"), v.decode("latin-1"))
+                       for k, vs in response.headers.items() for v in vs]
+            data = wat_payload(url, rec_id, self._dates.get(rec_id or ""), response.status,
+                               headers, processed)
+            if self._write(wat_record(b, url, data, rec_id)) and self.stats is not None:
+                self.stats.inc_value("warc/records/wat")
 
     def process_item(self, item: Any, spider: Any = None) -> Any:
         try:

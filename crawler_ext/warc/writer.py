@@ -39,6 +39,10 @@ logger = logging.getLogger(__name__)
 
 INDEXED_TYPES = ("response", "revisit", "resource", "metadata")
 GZIP_LEVEL = 6
+#: derivative files written beside each WARC file (Common Crawl's suffixes, which the pack's
+#: own ``*.warc.gz`` globs do not match): a record goes to one when its ``derivative``
+#: attribute names it
+DERIVATIVES = {"wet": ".warc.wet.gz", "wat": ".warc.wat.gz"}
 
 
 def _timestamp() -> str:
@@ -91,18 +95,27 @@ def complete_length(path: Path) -> int:
                 consumed += len(chunk)
 
 
+def _cut_torn(path: Path) -> None:
+    size, good_end = path.stat().st_size, complete_length(path)
+    if good_end < size:
+        logger.warning("WARC recovery: %s ends in a partial record; cutting %d bytes",
+                       path.name, size - good_end)
+        with open(path, "r+b") as fh:
+            fh.truncate(good_end)
+
+
 def recover(directory: Path) -> list[Path]:
-    """Close WARC files a crash left ``.open``: cut off a partial last record, index the rest."""
+    """Close WARC files a crash left ``.open``: cut off a partial last record, index the rest
+    (derivative files, WET and WAT, are cut and closed too)."""
     closed = []
     remove_runs(directory)  # the torn file's index is built again from its records
+    for suffix in DERIVATIVES.values():
+        for path in sorted(directory.glob(f"*{suffix}.open")):
+            _cut_torn(path)
+            os.replace(path, path.with_suffix(""))
     for path in sorted(directory.glob("*.warc.gz.open")):
         final = path.with_suffix("")  # drops ".open"
-        size, good_end = path.stat().st_size, complete_length(path)
-        if good_end < size:
-            logger.warning("WARC recovery: %s ends in a partial record; cutting %d bytes",
-                           path.name, size - good_end)
-            with open(path, "r+b") as fh:
-                fh.truncate(good_end)
+        _cut_torn(path)
         lines = []
         with open(path, "rb") as fh:
             it = ArchiveIterator(fh)
@@ -132,6 +145,7 @@ class WarcFileWriter:
         self.max_size = max_size
         self.info = info or {}
         self.clock = clock  # the determinism seam: fixed names, dates and ids in tests
+        self._siblings: dict[str, tuple[Path, BinaryIO]] = {}  # derivative -> its open file
         self.record_ids = record_ids
         self.warc_dates = warc_dates
         self.hostname = socket.gethostname().split(".")[0] or "host"
@@ -202,14 +216,41 @@ class WarcFileWriter:
             self.broken = exc
             raise
 
-    def _write(self, record: Any) -> tuple[str, int, int]:
-        if self._file is None:
-            self._new_file()
+    def _serialise(self, record: Any) -> bytes:
         self._buffer.seek(0)
         self._buffer.truncate()
         self._builder.write_record(record)
         gzip = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-        data = gzip.compress(self._buffer.getvalue()) + gzip.flush()
+        return gzip.compress(self._buffer.getvalue()) + gzip.flush()
+
+    def _write_derivative(self, record: Any, kind: str) -> tuple[str, int, int]:
+        """A WET or WAT record, into the file of that kind beside the open WARC file."""
+        if self._file is None:
+            self._new_file()
+        assert self._path is not None
+        sibling = self._siblings.get(kind)
+        if sibling is None:
+            name = self._path.name[:-len(".warc.gz.open")] + DERIVATIVES[kind]
+            path = self.directory / (name + ".open")
+            sibling = self._siblings[kind] = (path, open(path, "wb", buffering=1 << 20))  # noqa: SIM115
+            info = {"software": "crawler_ext (Scrapy)", "format": "WARC File Format 1.1",
+                    "hostname": self.hostname, "description": f"{kind.upper()} of "
+                    f"{self._path.name[:-len('.open')]}", **self.info}
+            sibling[1].write(self._serialise(self._builder.create_warcinfo_record(name, info)))
+        data = self._serialise(record)
+        offset = sibling[1].tell()
+        sibling[1].write(data)
+        self.records += 1
+        self.bytes_written += len(data)
+        return sibling[0].name[:-len(".open")], offset, len(data)
+
+    def _write(self, record: Any) -> tuple[str, int, int]:
+        derivative = getattr(record, "derivative", None)
+        if derivative is not None:
+            return self._write_derivative(record, derivative)
+        if self._file is None:
+            self._new_file()
+        data = self._serialise(record)
         assert self._file is not None and self._path is not None
         offset = self._size
         self._file.write(data)
@@ -239,20 +280,27 @@ class WarcFileWriter:
     def _flush(self) -> None:
         if self._file is not None:
             self._file.flush()
+        for _, file in self._siblings.values():
+            file.flush()
         self._last_flush = time.monotonic()
 
     def close_file(self) -> None:
         if self._file is None or self._path is None:
             return
+        siblings, self._siblings = self._siblings, {}
         if self.broken is not None:  # leave it .open: the next start recovers it
-            try:
-                self._file.close()
-            except OSError:
-                pass
+            for file in [self._file, *(f for _, f in siblings.values())]:
+                try:
+                    file.close()
+                except OSError:
+                    pass
             self._file, self._path = None, None
             return
         try:
             self._file.close()
+            for path, file in siblings.values():
+                file.close()
+                os.replace(path, path.with_suffix(""))
         except OSError as exc:
             self.broken = exc
             self._file, self._path = None, None
