@@ -77,7 +77,7 @@ class RunningCrawl:
         figures = self.scheduler.figures.now()
         frontier = self.scheduler.frontier
         state = "closing" if self.closing else (
-            "paused" if self.scheduler.control.paused else "running")
+            "paused" if self.scheduler.control_book.paused else "running")
         return {"state": state, "pages": int(stats.get("response_received_count", 0)),
                 "items": int(stats.get("item_scraped_count", 0)),
                 "pages_per_second": self.pages_per_second(),
@@ -112,7 +112,7 @@ class RunningCrawl:
         if state is None and key not in self.ledger.keys and \
                 key not in self.scheduler.controls.keys():
             return None
-        return self.scheduler.control.key_report(key, state)
+        return self.scheduler.control_book.key_report(key, state)
 
     def errors(self) -> list[dict[str, Any]]:
         return list(self.recent_errors)[::-1]
@@ -121,7 +121,7 @@ class RunningCrawl:
         return list(self.samples)
 
     def act(self, action: dict[str, Any]) -> None:
-        self.scheduler.control.act(action, "control API")
+        self.scheduler.control_book.act(action, "control API")
 
     def seeds(self, urls: list[str]) -> dict[str, Any]:
         spider = self.crawler.spider
@@ -147,7 +147,8 @@ class RunningCrawl:
             engine.close_spider_async(reason="operator_stop")))
 
     def checkpoint(self) -> str | None:
-        if not self.scheduler.frontier.durable or self.scheduler.control.journal is None:
+        book = self.scheduler.control_book
+        if not self.scheduler.frontier.durable or book.journal is None:
             return "the crawl has no JOBDIR: nothing to checkpoint"
         self.scheduler.durability.flush()
         self.scheduler.durability.snapshot()

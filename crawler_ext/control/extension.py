@@ -70,7 +70,7 @@ class ControlExtension:
 
         engine = self.crawler.engine  # (Engine.scheduler is Scrapy 2.19's; _slot before)
         scheduler = getattr(engine, "scheduler", None) or getattr(engine._slot, "scheduler", None)
-        if scheduler is None or not hasattr(scheduler, "control"):
+        if scheduler is None or not hasattr(scheduler, "control_book"):
             logger.warning("Control API: off, the scheduler is not crawler_ext's frontier")
             return
         crawl = self.crawl = RunningCrawl(self.crawler, scheduler)

@@ -133,9 +133,9 @@ class FrontierScheduler(BaseScheduler):
         self.dispatch = Dispatcher(frontier, self.robots, self.blocklist, self.requests,
                                    self.admission, self.inflight, strategy,
                                    self._inc, stats, self.controls)
-        self.control = ControlBook(self.controls, frontier, self.engine, self.robots,
-                                   self._inc, job_dir(settings) if settings is not None
-                                   else None)
+        self.control_book = ControlBook(self.controls, frontier, self.engine, self.robots,
+                                        self._inc, job_dir(settings) if settings is not None
+                                        else None)
         self.durability = Durability(frontier, self.df, self.inflight, self.intake, self.keys,
                                      self.requests, self.blocklist, self.engine, crawler,
                                      self._flush_counts)
@@ -164,7 +164,7 @@ class FrontierScheduler(BaseScheduler):
         self.engine.check()
         result = self.durability.open(self._inc)
         self.learning.load()
-        self.control.open(getattr(self.crawler, "settings", None))
+        self.control_book.open(getattr(self.crawler, "settings", None))
         if is_reactor_installed():  # (not in Scrapy's reactorless mode)
             install_resolver(self.crawler, self.stats)  # the add-on's resolver, if it set one
         if self.crawler is not None:
@@ -203,7 +203,7 @@ class FrontierScheduler(BaseScheduler):
         self.lag.stop()
         if self._rules_log is not None:
             self._rules_log.stop()
-        self.control.close()
+        self.control_book.close()
         self.engine.stop()
         self.durability.close(reason)
         self._flush_counts()
