@@ -113,6 +113,9 @@ STATS: list[Stat] = [
     Stat(("focus/fetched", "focus/relevant", "focus/harvest_rate"),
          "a focused crawl's pages judged, those on topic (relevance at least "
          "CRAWLER_EXT_FOCUS_THRESHOLD), and their ratio, the harvest rate"),
+    Stat(("focus/scored_on_reactor",),
+         "a focused crawl's pages the classifier scored on the crawl's thread (not in a "
+         "processor worker, where it runs when the content processors are on)"),
     Stat(("focus/relevance/<tenth>",),
          "a focused crawl's pages by relevance, in tenths (0: below 0.1, 9: 0.9 and above)"),
     Stat(("focus/dropped/tunnel",),

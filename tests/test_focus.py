@@ -152,6 +152,7 @@ def test_a_crawl_with_learned_link_scores_beats_the_same_crawl_without(tmp_path:
         first = sorted(log, key=lambda e: e.start)[:budget]
         harvest[learn] = sum(web.labels.get(f"{e.host}{e.path}", False) for e in first)
         assert result.stat("focus/fetched") > 0
+        assert result.stat("focus/scored_on_reactor") == 0  # (in the processor workers)
         assert all("relevance" in item for item in result.items)
     # (learned over not, in 10 runs: 1.17 to 1.48 times the harvest)
     assert harvest[True] >= 1.1 * harvest[False], harvest

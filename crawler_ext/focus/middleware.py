@@ -17,6 +17,7 @@ import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
+from weakref import WeakKeyDictionary
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
@@ -29,7 +30,8 @@ from crawler_ext.focus.links import LinkFeatures, LinkScorer
 from crawler_ext.focus.strategy import SCORE_SCALE
 from crawler_ext.focus.topic import Keywords, load_examples, page_text
 
-__all__ = ["FOCUS_META", "RELEVANCE_META", "FocusMiddleware", "build_classifier"]
+__all__ = ["FOCUS_META", "RELEVANCE_META", "FocusMiddleware", "build_classifier",
+           "classifier_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +53,18 @@ def build_classifier(settings: Any) -> PageClassifier:
         Keywords.parse(get("CRAWLER_EXT_FOCUS_KEYWORDS")))
 
 
+_CLASSIFIERS: WeakKeyDictionary[Any, PageClassifier] = WeakKeyDictionary()
+
+
+def classifier_for(crawler: Any) -> PageClassifier:
+    """The crawl's page classifier, trained once (the focus middleware scores with it; the
+    content processors' workers run it on each document's text, off the reactor)."""
+    classifier = _CLASSIFIERS.get(crawler)
+    if classifier is None:
+        classifier = _CLASSIFIERS[crawler] = build_classifier(crawler.settings)
+    return classifier
+
+
 class FocusMiddleware:
     def __init__(self, crawler: Any, classifier: PageClassifier, threshold: float,
                  tunnel: int, learn: bool) -> None:
@@ -69,7 +83,7 @@ class FocusMiddleware:
         s = crawler.settings
         if not config.focus_enabled(s):
             raise NotConfigured  # (no message: Scrapy would log it as a warning)
-        classifier = build_classifier(s)
+        classifier = classifier_for(crawler)
         mw = cls(crawler, classifier, config.get(s, "CRAWLER_EXT_FOCUS_THRESHOLD"),
                  config.get(s, "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH"),
                  config.get(s, "CRAWLER_EXT_FOCUS_LEARN"))
@@ -86,10 +100,15 @@ class FocusMiddleware:
 
     # -- a fetched page: its relevance, and the outcome of the link that led to it ----------
     def process_spider_input(self, response: Response, spider: Any = None) -> None:
-        text = self._text(response)
-        if text is None:
-            return
-        relevance = self.classifier.relevance(text)
+        processed = response.meta.get("processed")
+        relevance = processed.metadata.get(RELEVANCE_META) if processed is not None and \
+            not processed.refused else None
+        if relevance is None:  # (not scored by a processor worker)
+            text = self._text(response)
+            if text is None:
+                return
+            relevance = self.classifier.relevance(text)
+            self.stats.inc_value("focus/scored_on_reactor")
         response.meta[RELEVANCE_META] = round(relevance, 4)
         relevant = relevance >= self.threshold
         host = urlsplit(response.url).netloc

@@ -46,12 +46,13 @@ def _address_space() -> int:
     return 0
 
 
-def _serve(conn: Any, table: Mapping[str, str], min_words: int, memory_mb: int) -> None:
+def _serve(conn: Any, table: Mapping[str, str], min_words: int, memory_mb: int,
+           scorer: Any = None) -> None:
     """A worker: documents in, ``(Processed, fingerprint)`` out, until the pipe closes."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from crawler_ext.processors.work import Runner
 
-    runner = Runner(table, min_words)
+    runner = Runner(table, min_words, scorer)
     for mime in ("text/html", "application/pdf", "application/rss+xml", "image/png"):
         try:  # import the libraries before the cap, so the cap is for documents
             runner.processor(mime)
@@ -88,8 +89,10 @@ class ProcessorPool:
     """``await pool.process(document)`` gives ``(Processed, fingerprint or None)``."""
 
     def __init__(self, workers: int, table: Mapping[str, str], min_words: int = 20,
-                 timeout: float = 30.0, memory_mb: int = 512, stats: Any = None) -> None:
+                 timeout: float = 30.0, memory_mb: int = 512, stats: Any = None,
+                 scorer: Any = None) -> None:
         self.size = workers
+        self.scorer = scorer  # a focused crawl's page classifier, run on each text
         self.table = dict(table)
         self.min_words = min_words
         self.timeout = timeout
@@ -114,7 +117,8 @@ class ProcessorPool:
     def _spawn(self) -> None:
         assert self._loop is not None
         try:
-            conn, process = start_helper(_serve, (self.table, self.min_words, self.memory_mb),
+            conn, process = start_helper(_serve, (self.table, self.min_words, self.memory_mb,
+                                                  self.scorer),
                                          f"crawler_ext-processor-{len(self._workers)}")
         except OSError as exc:
             self._give_up(f"{type(exc).__name__}: {exc}")

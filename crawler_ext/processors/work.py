@@ -10,6 +10,7 @@ a picture), which the SimHash index compares by the same Hamming distance.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from crawler_ext.dedup.extract import normalise
@@ -42,9 +43,13 @@ def fingerprint_of(processed: Processed, body: bytes, min_words: int) -> PageFin
 class Runner:
     """Processors by MIME type, each built once, in the process that runs them."""
 
-    def __init__(self, table: Mapping[str, str], min_words: int = 20) -> None:
+    def __init__(self, table: Mapping[str, str], min_words: int = 20,
+                 scorer: Any = None) -> None:
         self.table = dict(table)
         self.min_words = min_words
+        # a focused crawl's page classifier (``relevance(text)``): each text's relevance
+        # goes in the metadata, computed here rather than on the crawl's reactor
+        self.scorer = scorer
         self._built: dict[str, Any] = {}
 
     def processor(self, mime: str) -> Any:
@@ -73,4 +78,8 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 -- a processor's failure is one document's
             processed = Processed(processor.content_kind, processor.name, refused="error",
                                   metadata={"error": f"{type(exc).__name__}: {exc}"[:200]})
+        if self.scorer is not None and processed.text and not processed.refused:
+            relevance = round(float(self.scorer.relevance(processed.text)), 4)
+            processed = replace(processed, metadata={**processed.metadata,
+                                                     "relevance": relevance})
         return processed, fingerprint_of(processed, document.body, self.min_words)
