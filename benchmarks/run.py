@@ -3,7 +3,7 @@
     python benchmarks/run.py [politeness] [priority] [priority_real] [scale] [seen] [dedup]
                              [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
                              [distributed_scale] [recrawl] [render] [dispatch] [outlinks]
-                             [soak] [fuzz] [processors] [focus] [control]
+                             [soak] [fuzz] [processors] [focus] [control] [outputs]
                              [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
@@ -48,6 +48,7 @@ BENCHES = {
     "processors": ("processors", "bench_processors"),
     "focus": ("focus", "bench_focus"),
     "control": ("control", "bench_control"),
+    "outputs": ("outputs", "bench_outputs"),
 }
 #: measurements run in a process of their own (``harness.in_child``): module, function
 CHILDREN = {
