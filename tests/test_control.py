@@ -150,6 +150,8 @@ def test_a_crawl_steered_through_its_api(testweb_factory, tmp_path: Path) -> Non
         assert crawl.call("POST", "/checkpoint")[0] == 200
         report = crawl.call("GET", f"/keys/{H0}")[1]
         assert (report["floor"], report["delay_rule"] in ("operator", "min_delay")) == (2.0, True)
+        assert report["queue_head"] and all(url.startswith(web.url(0, "/"))
+                                            for url in report["queue_head"])
         time.sleep(3)
         assert crawl.call("POST", "/pause")[0] == 200
         paused = time.time()
@@ -207,7 +209,7 @@ def test_a_crawl_steered_through_its_api(testweb_factory, tmp_path: Path) -> Non
     assert len({(e.host, e.path) for e in later} - fetched) >= 5  # it went on
 
 
-REDIS_URL = "redis://127.0.0.1:6379/9"
+REDIS_URL = "redis://127.0.0.1:6379/11"  # (not the distributed tests' database)
 
 
 def _cli(*args: str) -> dict:
@@ -245,6 +247,7 @@ def test_two_redis_workers_steered_through_one_workers_api(testweb_factory,
         time.sleep(2.5)
         seen = w1.call("GET", f"/keys/{H1}")[1]
         assert seen["blocked_until"] == "forever" and "queued" in seen, seen
+        assert all(url.startswith(web.url(1, "/")) for url in seen["queue_head"]), seen
         assert w1.call("GET", f"/keys/{H0}")[1]["floor"] == 2.0
         assert w1.call("POST", "/checkpoint")[0] == 409  # (no JOBDIR)
         assert w1.call("POST", "/pause")[0] == 200

@@ -29,7 +29,8 @@ _KEY = {"type": "object", "required": ["key"], "additionalProperties": True,
                        "blocked_until": {"type": ["number", "string", "null"]},
                        "paused": {"type": "boolean"},
                        "budget": {"type": ["integer", "null"]},
-                       "robots": {"type": "object"}}}
+                       "robots": {"type": "object"},
+                       "queue_head": {"type": "array", "items": {"type": "string"}}}}
 _STATUS = {"type": "object", "required": ["state", "pages", "pages_per_second", "queued",
                                           "in_flight"], "additionalProperties": True,
            "properties": {"state": {"enum": ["running", "paused", "closing"]},

@@ -332,17 +332,21 @@ class RedisFrontier:
         pipe.hget(f"{tag}:hs", key)
         pipe.hget(f"{tag}:lo", key)
         pipe.zscore(f"{tag}:pk", key)
-        queued, refresh, allowed, blob, holder, parked = pipe.execute()
+        pipe.zrange(f"{tag}:q:{key}", 0, 2)
+        queued, refresh, allowed, blob, holder, parked, head = pipe.execute()
         if not (queued or refresh or allowed or blob or holder):
             return None
         state, robots = _state_from(blob or b"")
+        # (an entry: band byte, rank byte, 64-bit fingerprint, then the request)
+        records = self.redis.hmget(f"{tag}:e", head) if head else []
         return {"queued": int(queued) + int(refresh), "queued_refresh": int(refresh),
                 "in_flight": 1 if holder else 0, "active": bool(holder),
                 "leased_by": holder.decode() if isinstance(holder, bytes) else holder,
                 "delay": state.delay, "backoff": state.backoff,
                 "crawl_delay": state.crawl_delay, "learned_floor": state.floor,
                 "next_allowed": float(allowed) if allowed else None,  # (Redis's clock)
-                "parked_until": float(parked) if parked else None}
+                "parked_until": float(parked) if parked else None,
+                "head_data": [record[10:] for record in records if record]}
 
     def discovery_waiting(self, key: str) -> bool | None:
         """As Redis said when this worker last leased the key (None: never leased here)."""

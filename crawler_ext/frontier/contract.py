@@ -170,6 +170,8 @@ class FrontierStore(Protocol):
         """Into the key's refresh lane if ``entry.refresh``, else its discovery lane."""
     def back_pop(self, key: str, refresh: bool = False) -> Entry | None:
         """The best entry of one lane of the key's back queue."""
+    def back_head(self, key: str, n: int) -> list[Entry]:
+        """The first ``n`` entries of the key's back queue (not taken)."""
     def back_size(self, key: str) -> int:
         """Entries in the key's back queue, both lanes."""
     def back_lanes(self, key: str) -> tuple[int, int]:

@@ -102,7 +102,8 @@ def key_report(store: FrontierStore, key: str, active: set[str],
             "in_flight": state.in_flight, "active": key in active, "delay": state.delay,
             "backoff": state.backoff, "crawl_delay": state.crawl_delay,
             "learned_floor": state.floor, "next_allowed": state.next_allowed or None,
-            "parked_until": parked.get(key)}
+            "parked_until": parked.get(key),
+            "head_data": [entry.data for entry in store.back_head(key, 3)]}
 
 
 class Frontier:

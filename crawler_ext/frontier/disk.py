@@ -448,6 +448,16 @@ class DiskStore(KeyState):
         taken[key] = taken.get(key, 0) + 1
         return entry
 
+    def back_head(self, key: str, n: int) -> list[Entry]:
+        """The first ``n`` entries of the key's back queue held in memory (its head)."""
+        out = []
+        for lane in self._lanes:
+            queue = lane.get(key)
+            if queue is not None:
+                out += [_entry(_U64.unpack_from(k, len(k) - 8)[0], v, key)
+                        for k, v in list(queue.head)[:n]]
+        return out[:n]
+
     def back_size(self, key: str) -> int:
         discovery, refresh = self._lanes[0].get(key), self._lanes[1].get(key)
         return (discovery.count if discovery is not None else 0) + \

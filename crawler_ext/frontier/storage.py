@@ -227,6 +227,11 @@ class MemoryStore(KeyState):
         self._back_total -= 1
         return entry
 
+    def back_head(self, key: str, n: int) -> list[Entry]:
+        """The first ``n`` entries of the key's back queue, discovery lane first (unmoved)."""
+        out = [item[3] for lane in self._lanes for item in heapq.nsmallest(n, lane.get(key, ()))]
+        return out[:n]
+
     def back_size(self, key: str) -> int:
         return sum(self.back_lanes(key))
 

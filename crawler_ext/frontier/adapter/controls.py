@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from crawler_ext.frontier.adapter.engine import EngineHandle, engine_of
+from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.adapter.robotsgate import RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend, SharedLogPort
 from crawler_ext.frontier.controls import KEPT_OPS, KEY_OPS, KeyControls
@@ -39,9 +40,10 @@ CRAWL_OPS = ("pause", "resume")
 
 class ControlBook:
     def __init__(self, controls: KeyControls, frontier: FrontierBackend, engine: EngineHandle,
-                 robots: RobotsGate | None, inc: Callable[..., None],
-                 jobdir: str | None = None) -> None:
+                 robots: RobotsGate | None, requests: StoredRequests,
+                 inc: Callable[..., None], jobdir: str | None = None) -> None:
         self.controls = controls
+        self.requests = requests  # (the queue head's URLs)
         self.frontier = frontier
         self.engine = engine
         self.robots = robots
@@ -127,7 +129,11 @@ class ControlBook:
     def key_report(self, key: str, state: dict[str, Any] | None) -> dict[str, Any]:
         """A key's state (from the frontier's ``inspect_key``) with its rules and the rule
         that set its delay."""
-        out: dict[str, Any] = {"key": key, **(state or {}), **self.controls.rules(key)}
+        state = dict(state or {})
+        head = state.pop("head_data", None)
+        out: dict[str, Any] = {"key": key, **state, **self.controls.rules(key)}
+        if head is not None:
+            out["queue_head"] = [url for url in map(self._url, head) if url]
         floor, floor_rule = self.controls.floor_of(key)
         if state:
             out["delay_rule"] = delay_rule(self.frontier.policy, state["delay"], state["backoff"],
@@ -144,6 +150,12 @@ class ControlBook:
             out["robots"] = {origin: _robots_status(s, now)
                              for origin, s in self.robots.cache.of_host(key).items()}
         return out
+
+    def _url(self, data: bytes) -> str | None:
+        try:
+            return self.requests.url(data)
+        except (ValueError, KeyError, IndexError):  # (a robots.txt hop, not a stored request)
+            return None
 
     def _stat(self, name: str, value: float) -> None:
         self._inc(name, int(value))

@@ -134,8 +134,8 @@ class FrontierScheduler(BaseScheduler):
                                    self.admission, self.inflight, strategy,
                                    self._inc, stats, self.controls)
         self.control_book = ControlBook(self.controls, frontier, self.engine, self.robots,
-                                        self._inc, job_dir(settings) if settings is not None
-                                        else None)
+                                        self.requests, self._inc,
+                                        job_dir(settings) if settings is not None else None)
         self.durability = Durability(frontier, self.df, self.inflight, self.intake, self.keys,
                                      self.requests, self.blocklist, self.engine, crawler,
                                      self._flush_counts)
