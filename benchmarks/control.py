@@ -4,16 +4,15 @@ does every two), side by side, alternated, median of three runs each."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import statistics
-import tempfile
 import threading
 import urllib.request
-from pathlib import Path
+from collections.abc import Iterator
 
-from benchmarks.harness import crawl, table
-from testweb import read_log
+from benchmarks.harness import table
 
 __all__ = ["bench_control"]
 
@@ -35,45 +34,38 @@ def _poll(url: str, stop: threading.Event, answered: list[int]) -> None:
 
 
 def bench_control(quick: bool) -> None:
-    from benchmarks.cpu import PACK_CPU, _rate95
-    from testweb.corpus import build_corpus
-    from testweb.static import RealWebServer
+    from benchmarks.cpu import corpus_rates
 
-    sites = build_corpus()
-    runs = 1 if quick else 3
-    rates: dict[str, list[float]] = {"off": [], "on": []}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    modes = {"off": {}, "on, polled": {"CRAWLER_EXT_CONTROL_ENABLED": True,
+                                       "CRAWLER_EXT_CONTROL_PORT": port,
+                                       "CRAWLER_EXT_CONTROL_TOKEN": TOKEN}}
     polls: list[int] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        for round_ in range(runs):
-            for mode in ("off", "on"):  # alternated: the machine's drift hits both alike
-                with RealWebServer(sites, workdir=work / f"{mode}{round_}") as web:
-                    seeds = ",".join(web.url(n) for n in web.sites)
-                    settings = {**PACK_CPU, "CONCURRENT_REQUESTS": 64}
-                    stop, answered = threading.Event(), [0]
-                    poller = None
-                    if mode == "on":
-                        with socket.socket() as s:
-                            s.bind(("127.0.0.1", 0))
-                            port = s.getsockname()[1]
-                        settings.update(CRAWLER_EXT_CONTROL_ENABLED=True,
-                                        CRAWLER_EXT_CONTROL_PORT=port,
-                                        CRAWLER_EXT_CONTROL_TOKEN=TOKEN)
-                        poller = threading.Thread(target=_poll, daemon=True, args=(
-                            f"http://127.0.0.1:{port}/", stop, answered))
-                        poller.start()
-                    try:
-                        crawl(web, settings, seeds, work, "-a", "allowed_domains=real.test")
-                    finally:
-                        stop.set()
-                    if poller is not None:
-                        poller.join()
-                        polls.append(answered[0])
-                    rates[mode].append(_rate95(read_log(web.log_path)))
-    off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
-    table(f"CPU-bound crawl of the real-site corpus ({len(sites)} sites), the control API off, "
+
+    @contextlib.contextmanager
+    def poller(mode: str) -> Iterator[None]:
+        if mode == "off":
+            yield
+            return
+        stop, answered = threading.Event(), [0]
+        thread = threading.Thread(target=_poll, daemon=True,
+                                  args=(f"http://127.0.0.1:{port}/", stop, answered))
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            polls.append(answered[0])
+
+    runs = 1 if quick else 3
+    sites, rates, _ = corpus_rates(modes, runs, poller)
+    off, on = statistics.median(rates["off"]), statistics.median(rates["on, polled"])
+    table(f"CPU-bound crawl of the real-site corpus ({sites} sites), the control API off, "
           f"and on and polled once a second (median of {runs} each, alternated)",
           ["control API", "pages/s (median)", "runs", "answers polled", "ratio to off"],
           [["off", off, ", ".join(f"{r:.0f}" for r in rates["off"]), "", 1.0],
-           ["on, polled", on, ", ".join(f"{r:.0f}" for r in rates["on"]),
+           ["on, polled", on, ", ".join(f"{r:.0f}" for r in rates["on, polled"]),
             ", ".join(map(str, polls)), on / off]])

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.harness import ROOT, crawl, in_child, table
 from testweb import read_log
@@ -33,6 +34,39 @@ def _rate95(log: list) -> float:
     hosts, would measure the sites rather than the crawler)."""
     n = int(len(log) * 0.95)
     return (n - 1) / (log[n - 1].start - log[0].start)
+
+
+def corpus_rates(modes: dict[str, dict], runs: int,
+                 around: Any = None) -> tuple[int, dict[str, list[float]], dict[str, dict]]:
+    """The CPU-bound crawl of the real-site corpus once per mode (its extra settings, where a
+    string's ``{work}`` is the run's folder), the modes alternated ``runs`` times so the
+    machine's drift hits them alike: (sites, pages/s per mode, each mode's last stats).
+    ``around(mode)``, a context manager, runs around each crawl (a poller, say)."""
+    import contextlib
+    import tempfile
+
+    from benchmarks.harness import crawl
+    from testweb import read_log
+    from testweb.corpus import build_corpus
+    from testweb.static import RealWebServer
+
+    sites = build_corpus()
+    rates: dict[str, list[float]] = {mode: [] for mode in modes}
+    last: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_ in range(runs):
+            for mode, extra in modes.items():
+                run = Path(tmp) / f"{round_}-{''.join(c for c in mode if c.isalnum())}"
+                with RealWebServer(sites, workdir=run) as web:
+                    seeds = ",".join(web.url(n) for n in web.sites)
+                    settings = {**PACK_CPU, "CONCURRENT_REQUESTS": 64,
+                                **{k: v.format(work=run) if isinstance(v, str) else v
+                                   for k, v in extra.items()}}
+                    with (around(mode) if around else contextlib.nullcontext()):
+                        last[mode] = crawl(web, settings, seeds, run,
+                                           "-a", "allowed_domains=real.test")
+                    rates[mode].append(_rate95(read_log(web.log_path)))
+    return len(sites), rates, last
 
 
 def _profile_summary(stats_path: Path, top: int = 15) -> list[list]:

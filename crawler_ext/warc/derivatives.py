@@ -25,18 +25,22 @@ from warcio.warcwriter import WARCWriter
 __all__ = ["wat_payload", "wat_record", "wet_record"]
 
 
+def _record(builder: WARCWriter, derivative: str, url: str, kind: str, payload: bytes,
+            content_type: str, refers_to: str | None, **headers: str) -> Any:
+    if refers_to:
+        headers["WARC-Refers-To"] = refers_to
+    record = builder.create_warc_record(url, kind, payload=io.BytesIO(payload),
+                                        length=len(payload), warc_content_type=content_type,
+                                        warc_headers_dict=headers)
+    record.derivative = derivative  # (the writer puts it in that file)
+    return record
+
+
 def wet_record(builder: WARCWriter, url: str, text: str, refers_to: str | None,
                language: str | None = None) -> Any:
-    payload = text.encode("utf-8")
-    headers = {"WARC-Refers-To": refers_to} if refers_to else {}
-    if language:
-        headers["WARC-Identified-Content-Language"] = language
-    record = builder.create_warc_record(url, "conversion", payload=io.BytesIO(payload),
-                                        length=len(payload),
-                                        warc_content_type="text/plain; charset=utf-8",
-                                        warc_headers_dict=headers)
-    record.derivative = "wet"  # (the writer puts it in the WET file)
-    return record
+    language_header = {"WARC-Identified-Content-Language": language} if language else {}
+    return _record(builder, "wet", url, "conversion", text.encode("utf-8"),
+                   "text/plain; charset=utf-8", refers_to, **language_header)
 
 
 def wat_payload(url: str, refers_to: str | None, date: str | None, status: int,
@@ -69,10 +73,4 @@ def wat_payload(url: str, refers_to: str | None, date: str | None, status: int,
 def wat_record(builder: WARCWriter, url: str, data: dict[str, Any],
                refers_to: str | None) -> Any:
     payload = json.dumps(data, default=str, separators=(",", ":")).encode("utf-8")
-    headers = {"WARC-Refers-To": refers_to} if refers_to else {}
-    record = builder.create_warc_record(url, "metadata", payload=io.BytesIO(payload),
-                                        length=len(payload),
-                                        warc_content_type="application/json",
-                                        warc_headers_dict=headers)
-    record.derivative = "wat"  # (the writer puts it in the WAT file)
-    return record
+    return _record(builder, "wat", url, "metadata", payload, "application/json", refers_to)
