@@ -167,9 +167,10 @@ STATS: list[Stat] = [
     Stat(("control/dropped/<reason>",),
          "queued URLs dropped at their turn by an operator's rule: `budget` (the key's page "
          "budget spent), `deleted` (its queue deleted)"),
-    Stat(("control/journal_errors", "control/refused/shared"),
+    Stat(("control/journal_errors", "control/refused/shared", "control/redis/errors"),
          "operator actions not kept in JOBDIR/control-actions.jsonl (a write failed); "
-         "actions from another worker's control log that could not be read"),
+         "actions from another worker's control log that could not be read; syncs of the "
+         "requests per key with the other workers that failed (retried)"),
     Stat(("render/refused_address",),
          "rendered pages dropped because the browser reached an address the SSRF guard "
          "refuses"),

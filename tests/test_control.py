@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import pytest
 from conftest import ROOT, free_port
 from testweb import read_log
 
-H0, H1, H2 = "h0000.web.test", "h0001.web.test", "h0002.web.test"
+H0, H1, H2, H3 = "h0000.web.test", "h0001.web.test", "h0002.web.test", "h0003.web.test"
 
 
 class Crawl:
@@ -250,6 +251,15 @@ def test_two_redis_workers_steered_through_one_workers_api(testweb_factory,
         assert all(url.startswith(web.url(1, "/")) for url in seen["queue_head"]), seen
         assert w1.call("GET", f"/keys/{H0}")[1]["floor"] == 2.0
         assert w1.call("POST", "/checkpoint")[0] == 409  # (no JOBDIR)
+        # the busiest keys are the crawl's, every worker's requests counted
+        rows = {row["key"]: row for row in w1.call("GET", "/keys")[1]["keys"]}
+        so_far = Counter(e.host for e in read_log(web.log_path))
+        assert set(rows) >= {H0, H3} and all(
+            so_far[key] - 6 <= rows[key]["requests"] <= so_far[key] for key in (H0, H3)), \
+            (rows, so_far)
+        assert any(row["requests"] > row["requests_here"] for row in rows.values())
+        budget = so_far[H3] + 4  # a few more requests for h3, over both workers
+        assert w1.call("POST", f"/keys/{H3}/budget", {"pages": budget})[0] == 200
         assert w1.call("POST", "/pause")[0] == 200
         paused = time.time()
         time.sleep(4.5)
@@ -274,6 +284,7 @@ def test_two_redis_workers_steered_through_one_workers_api(testweb_factory,
     assert [e for e in log if e.host == H1 and e.start > blocked + 2.5] == []
     assert [e for e in log if e.host == H2 and e.start > blocked_too + 2.5] == []
     assert [e for e in log if paused + 2.5 < e.start < resumed] == []
+    assert budget <= sum(e.host == H3 for e in log) <= budget + 4  # (a second's lag, 2 workers)
     assert any(e.start > resumed + 0.5 for e in log)  # and it went on
 
 

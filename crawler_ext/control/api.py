@@ -46,7 +46,8 @@ class CrawlPort(Protocol):
     """What the API asks of the running crawl."""
 
     def status(self) -> dict[str, Any]: ...
-    def keys(self, limit: int, slowest: bool, contains: str) -> list[dict[str, Any]]: ...
+    def keys(self, limit: int, slowest: bool,
+             contains: str) -> Awaitable[list[dict[str, Any]]]: ...
     def key(self, key: str) -> Awaitable[dict[str, Any] | None]:
         """The key's report, None if the crawl does not know it (may read a server)."""
     def errors(self) -> list[dict[str, Any]]: ...
@@ -132,7 +133,7 @@ class ControlAPI:
                 return self._refuse(400, "invalid", "limit is 1 to 10000, sort busiest or "
                                     "slowest")
             contains = query.get("filter", [""])[0][:253]
-            return _json({"keys": port.keys(limit, sort == "slowest", contains)})
+            return _json({"keys": await port.keys(limit, sort == "slowest", contains)})
         if op_id == "errors":
             return _json({"errors": port.errors()})
         if op_id == "series":

@@ -91,8 +91,18 @@ class RunningCrawl:
                 "warc_bytes": int(stats.get("warc/bytes", 0)),
                 "control": _starting(stats, ("control/",))}
 
-    def keys(self, limit: int, slowest: bool, contains: str) -> list[dict[str, Any]]:
+    async def keys(self, limit: int, slowest: bool, contains: str) -> list[dict[str, Any]]:
+        """Keys, busiest first (or slowest: by this worker's latest delay); on a shared crawl
+        the busiest by the requests of every worker (``requests``), this worker's own figures
+        beside them where it fetched the key."""
         rows = self.ledger.rows()
+        counts = self.scheduler.control_book.counts
+        if counts is not None and not slowest:
+            here = {row["key"]: row for row in rows}
+            top = await threads.deferToThread(counts.top, limit if not contains else 10_000)
+            rows = [{**here.get(key, {}), "key": key, "requests": n,
+                     "requests_here": here.get(key, {}).get("requests", 0)}
+                    for key, n in top]
         if contains:
             rows = [row for row in rows if contains in row["key"]]
         if slowest:

@@ -64,6 +64,7 @@ from twisted.internet import threads
 
 from crawler_ext.admission.urls import host_of
 from crawler_ext.distributed.bloom import RedisBloom
+from crawler_ext.distributed.counts import SharedCounts
 from crawler_ext.distributed.exchange import (LOOK_AGAIN, Claim, Exchange, Push, ShardOps,
                                                shard_of)
 from crawler_ext.distributed.fence import LeaseFence
@@ -359,6 +360,9 @@ class RedisFrontier:
 
     def attach(self, hooks: Any) -> None:
         self.hooks = hooks  # wake(), seeds(urls), robots_import(...)
+
+    def shared_counts(self, name: str) -> SharedCounts:
+        return SharedCounts(self.redis, f"{self.prefix}:counts:{name}")
 
     def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
                    on_stat: Callable[[str, float], None]) -> SharedLog:

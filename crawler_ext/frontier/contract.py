@@ -133,7 +133,18 @@ class FrontierBackend(Protocol):
     def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
                    on_stat: Callable[[str, float], None]) -> SharedLogPort | None:
         """A log every worker reads (learned rules), or None when the frontier is local."""
+    def shared_counts(self, name: str) -> SharedCountsPort | None:
+        """Counts per key summed over the workers (requests), or None when local."""
     def publish_stats(self, stats: dict[str, Any]) -> None: ...
+
+
+class SharedCountsPort(Protocol):
+    """Counts per key over every worker of a shared frontier (blocking: from a thread)."""
+
+    def add(self, increments: dict[str, int], wanted: list[str]) -> dict[str, int]:
+        """Add this worker's counts since its last call; the crawl's totals of ``wanted``."""
+    def top(self, n: int) -> list[tuple[str, int]]:
+        """The ``n`` keys with the largest totals, largest first."""
 
 
 class SharedLogPort(Protocol):

@@ -41,6 +41,10 @@ class KeyControls:
         self.budgets: dict[str, int] = {}
         self.fetched: dict[str, int] = {}  # requests dispatched per key, while counting
         self.counting = False  # (on while a budget may be asked: the control API, a budget)
+        # a shared frontier's: counted here and not yet added to the crawl's totals; the
+        # totals of the keys with a budget, as last read (this worker's part included)
+        self.unshared: dict[str, int] = {}
+        self.shared: dict[str, int] | None = None  # None: a local crawl, ``fetched`` is all
         self.last_start: dict[str, float] = {}  # keys with a floor: their last request
         # keys whose queue was deleted -> the URLs admitted since (they stay)
         self.cleared: dict[str, set[int]] = {}
@@ -100,7 +104,7 @@ class KeyControls:
                 "blocked_until": None if until is None else
                 ("forever" if until == math.inf else until),
                 "paused": key in self.paused, "budget": self.budgets.get(key),
-                "fetched": self.fetched.get(key) if self.counting else None}
+                "fetched": self.requests(key) if self.counting else None}
 
     def keys(self) -> set[str]:
         """Keys with a rule of their own."""
@@ -124,7 +128,7 @@ class KeyControls:
         if key in self.paused:
             return now + HOLD_SLICE
         budget = self.budgets.get(key)
-        if budget is not None and self.fetched.get(key, 0) >= budget:
+        if budget is not None and self.requests(key) >= budget:
             return "budget"
         floor = self.floors.get(key)
         if floor:
@@ -146,10 +150,24 @@ class KeyControls:
     def parks(self, key: str) -> bool:
         return key in self.blocked
 
+    def requests(self, key: str) -> int:
+        """Requests to ``key`` so far: the crawl's (every worker's, as of the last sync, and
+        this worker's since), or this process's."""
+        if self.shared is None:
+            return self.fetched.get(key, 0)
+        return self.shared.get(key, 0) + self.unshared.get(key, 0)
+
+    def take_unshared(self) -> dict[str, int]:
+        """The counts not yet added to the crawl's totals (handed over: now shared)."""
+        out, self.unshared = self.unshared, {}
+        return out
+
     def dispatched(self, key: str, now: float) -> None:
         """A request of ``key`` leaves now (only called while ``active`` or ``counting``)."""
         if self.counting:
             self.fetched[key] = self.fetched.get(key, 0) + 1
+            if self.shared is not None:
+                self.unshared[key] = self.unshared.get(key, 0) + 1
         if key in self.floors:
             self.last_start[key] = now
             if len(self.last_start) > _MEMORY:

@@ -107,8 +107,7 @@ def key_report(store: FrontierStore, key: str, active: set[str],
 
 
 class Frontier:
-    """The frontier contract (:class:`~crawler_ext.frontier.contract.FrontierBackend`) in one
-    process, over a memory or sqlite store."""
+    """The frontier contract (``contract.FrontierBackend``) in one process, over a store."""
 
     wait_for_seeds = False
     inspect_blocks = False
@@ -138,8 +137,7 @@ class Frontier:
         self.max_tracked = max_tracked
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
         self.key_floors: dict[str, float] = {}  # keys' own floors (see KeyControls)
-        # drops in one next() (a trap's queued URLs go in bulk, not a refill a heartbeat);
-        # whether the last one stopped at that bound with more to route (ready at once)
+        # drops in one next() (a trap's URLs go in bulk); the last stopped there with more?
         self.drop_budget = 20_000
         self._more_to_drop = False
 
@@ -169,6 +167,9 @@ class Frontier:
 
     def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
                    on_stat: Callable[[str, float], None]) -> Any:
+        return None
+
+    def shared_counts(self, name: str) -> Any:
         return None
 
     def publish_stats(self, stats: dict[str, Any]) -> None:

@@ -22,10 +22,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from scrapy.utils.asyncio import create_looping_call
+from twisted.internet import threads
+
 from crawler_ext.frontier.adapter.engine import EngineHandle, engine_of
 from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.adapter.robotsgate import RobotsGate
-from crawler_ext.frontier.contract import FrontierBackend, SharedLogPort
+from crawler_ext.frontier.contract import FrontierBackend, SharedCountsPort, SharedLogPort
 from crawler_ext.frontier.controls import KEPT_OPS, KEY_OPS, KeyControls
 from crawler_ext.frontier.politeness import delay_rule
 
@@ -34,6 +37,7 @@ __all__ = ["CRAWL_OPS", "JOURNAL_NAME", "ControlBook"]
 logger = logging.getLogger(__name__)
 
 JOURNAL_NAME = "control-actions.jsonl"
+SHARE_INTERVAL = 1.0  # seconds between two syncs of a shared crawl's requests per key
 #: actions on the whole crawl (a shared frontier's log carries them to every worker)
 CRAWL_OPS = ("pause", "resume")
 
@@ -51,6 +55,9 @@ class ControlBook:
         self.journal = os.path.join(jobdir, JOURNAL_NAME) if jobdir else None
         self.paused = False
         self.log: SharedLogPort | None = None
+        self.counts: SharedCountsPort | None = None
+        self._loop: Any = None
+        self._sharing = False
 
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self, settings: Any) -> None:
@@ -71,10 +78,43 @@ class ControlBook:
         self.log = self.frontier.shared_log("control", self.from_others, self._stat)
         if self.log is not None:
             self.log.start()
+        self.counts = self.frontier.shared_counts("requests")
+        if self.counts is not None:  # requests per key over the workers: budgets, the API
+            self.controls.shared = {}
+            self._loop = create_looping_call(self._share)
+            self._loop.start(SHARE_INTERVAL, now=False)
 
     def close(self) -> None:
         if self.log is not None:
             self.log.stop()
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        if self.counts is not None and self.controls.unshared:
+            try:  # the last counts, at once: the crawl is closing
+                self.counts.add(self.controls.take_unshared(), [])
+            except Exception as exc:  # noqa: BLE001 -- a lost count is not worth a failed close
+                logger.warning("Control: the last requests per key not shared (%s)", exc)
+
+    def _share(self) -> None:
+        """Add this worker's requests per key to the crawl's, read the budgeted keys' totals
+        (in a thread); what fails goes with the next turn."""
+        if self._sharing or self.counts is None or not self.controls.counting:
+            return
+        increments, wanted = self.controls.take_unshared(), list(self.controls.budgets)
+        self._sharing = True
+        d = threads.deferToThread(self.counts.add, increments, wanted)
+        d.addCallbacks(self._shared, self._not_shared, errbackArgs=(increments,))
+
+    def _shared(self, totals: dict[str, int]) -> None:
+        self._sharing = False
+        if self.controls.shared is not None:
+            self.controls.shared.update(totals)
+
+    def _not_shared(self, failure: Any, increments: dict[str, int]) -> None:
+        self._sharing = False
+        for key, n in increments.items():
+            self.controls.unshared[key] = self.controls.unshared.get(key, 0) + n
+        self._inc("control/redis/errors")
 
     # -- actions -----------------------------------------------------------------------------
     def act(self, action: dict[str, Any], source: str = "api") -> None:
