@@ -387,3 +387,10 @@ def test_key_rules_at_a_keys_turn() -> None:
     assert rules.verdict("e", 6, 100.0) == "deleted" and rules.verdict("e", 7, 100.0) is None
     with pytest.raises(ValueError):
         rules.apply({"op": "explode", "key": "f"}, 100.0)
+    shared = KeyControls()  # a distributed crawl's: its counts go to the crawl's totals
+    shared.shared = {}
+    shared.apply({"op": "budget", "key": "g", "pages": 5}, 100.0)
+    shared.dispatched("g", 100.0)
+    assert shared.requests("g") == 1 and shared.take_unshared() == {"g": 1}
+    shared.shared["g"] = 5  # (the totals read back: other workers' requests included)
+    assert shared.requests("g") == 5 and shared.verdict("g", 1, 100.0) == "budget"
