@@ -59,7 +59,7 @@ def crawl(attacker: AttackerWeb, tmp_path: Path, resolver: str, obey: bool):
     settings = {"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.1/32", "ROBOTSTXT_OBEY": obey,
                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.05, "CRAWLER_EXT_SITEMAPS_ENABLED": True,
                 "DNS_TIMEOUT": 2, "RETRY_TIMES": 1, "LOG_LEVEL": "INFO",
-                "CLOSESPIDER_TIMEOUT": 60}
+                "CLOSESPIDER_TIMEOUT": 25}
     if resolver == "pack":  # the add-on's caching resolver, told to honour a TTL of 0
         settings.update({"CRAWLER_EXT_DNS_SERVERS": f"127.0.0.1:{attacker.dns_port}",
                          "CRAWLER_EXT_DNS_MIN_TTL": 0, "CRAWLER_EXT_DNS_PREFETCH": False})
