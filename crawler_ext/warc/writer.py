@@ -232,7 +232,8 @@ class WarcFileWriter:
         if sibling is None:
             name = self._path.name[:-len(".warc.gz.open")] + DERIVATIVES[kind]
             path = self.directory / (name + ".open")
-            sibling = self._siblings[kind] = (path, open(path, "wb", buffering=1 << 20))  # noqa: SIM115
+            file = open(path, "wb", buffering=1 << 20)  # noqa: SIM115
+            sibling = self._siblings[kind] = (path, file)
             info = {"software": "crawler_ext (Scrapy)", "format": "WARC File Format 1.1",
                     "hostname": self.hostname, "description": f"{kind.upper()} of "
                     f"{self._path.name[:-len('.open')]}", **self.info}

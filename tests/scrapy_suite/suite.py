@@ -32,7 +32,8 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "crawle
 #: feed exports, crawler processes (subprocesses included), reactorless mode
 FILES = [
     "test_closespider.py", "test_crawl.py", "test_crawler.py", "test_crawler_subprocess.py",
-    "test_downloaderslotssettings.py", "test_downloadermiddleware_offsite.py", "test_downloadermiddleware_redirect.py",
+    "test_downloaderslotssettings.py", "test_downloadermiddleware_offsite.py",
+    "test_downloadermiddleware_redirect.py",
     "test_downloadermiddleware_retry.py", "test_dupefilters.py", "test_engine.py",
     "test_engine_close_spider.py", "test_engine_download.py", "test_engine_loop.py",
     "test_engine_stop_download_bytes.py", "test_engine_stop_download_headers.py",
