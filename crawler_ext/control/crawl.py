@@ -95,8 +95,9 @@ class RunningCrawl:
         """Keys, busiest first (or slowest: by this worker's latest delay); on a shared crawl
         the busiest by the requests of every worker (``requests``), this worker's own figures
         beside them where it fetched the key."""
-        rows = self.ledger.rows()
         counts = self.scheduler.control_book.counts
+        # (the busiest of many keys: picked, not sorted, on the reactor)
+        rows = self.ledger.rows(None if contains or slowest or counts else limit)
         if counts is not None and not slowest:
             here = {row["key"]: row for row in rows}
             top = await threads.deferToThread(counts.top, limit if not contains else 10_000)
