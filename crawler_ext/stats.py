@@ -189,8 +189,9 @@ STATS: list[Stat] = [
     Stat(("warc/records/response", "warc/records/revisit", "warc/records/metadata",
           "warc/records/conversion", "warc/records/wet", "warc/records/wat"),
          "WARC records written, by type; WET and WAT records (their own files)"),
-    Stat(("linkgraph/pages", "linkgraph/edges", "linkgraph/bytes"),
-         "the link graph: pages whose links were written, edges, bytes (compressed)"),
+    Stat(("linkgraph/pages", "linkgraph/edges", "linkgraph/bytes", "linkgraph/invalid_links"),
+         "the link graph: pages whose links were written, edges, bytes (compressed); links "
+         "left out because their URL could not be canonicalised"),
     Stat(("warc/files", "warc/bytes"),
          "WARC files closed and bytes written"),
     Stat(("warc/skipped_noindex", "directives/noindex_not_stored"),

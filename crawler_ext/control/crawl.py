@@ -109,8 +109,9 @@ class RunningCrawl:
         if slowest:
             rows.sort(key=lambda row: -(row["delay"] or 0.0))
         controls = self.scheduler.controls
+        ruled = controls.keys()
         for row in rows[:limit]:
-            if row["key"] in controls.keys():
+            if row["key"] in ruled:
                 row.update(controls.rules(row["key"]))
         return rows[:limit]
 

@@ -32,6 +32,7 @@ from twisted.web import resource, server
 from crawler_ext import config
 from crawler_ext.control.api import MAX_BODY, ControlAPI, Reply
 from crawler_ext.control.crawl import RunningCrawl
+from crawler_ext.frontier.adapter.engine import scheduler_of
 from crawler_ext.signals import host_released
 
 __all__ = ["ControlExtension", "write_private"]
@@ -68,8 +69,7 @@ class ControlExtension:
         from twisted.internet import reactor
         from twisted.internet.interfaces import IReactorTCP
 
-        engine = self.crawler.engine  # (Engine.scheduler is Scrapy 2.19's; _slot before)
-        scheduler = getattr(engine, "scheduler", None) or getattr(engine._slot, "scheduler", None)
+        scheduler = scheduler_of(self.crawler)
         if scheduler is None or not hasattr(scheduler, "control_book"):
             logger.warning("Control API: off, the scheduler is not crawler_ext's frontier")
             return

@@ -22,6 +22,7 @@ from twisted.internet import task
 
 from crawler_ext import config
 from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint, host_of
+from crawler_ext.frontier.adapter.engine import scheduler_of
 from crawler_ext.linkgraph.files import GraphWriter
 from crawler_ext.recent import RecentMap
 from crawler_ext.signals import document_processed
@@ -65,9 +66,7 @@ class LinkGraphExtension:
         return ext
 
     def spider_opened(self, spider: Any) -> None:
-        engine = self.crawler.engine
-        scheduler = getattr(engine, "scheduler", None) or getattr(engine._slot, "scheduler",
-                                                                   None)
+        scheduler = scheduler_of(self.crawler)
         admission = getattr(scheduler, "admission", None)
         if admission is not None:  # the frontier's spelling (learned parameters dropped)
             self.canonical = admission.canonical
@@ -99,6 +98,7 @@ class LinkGraphExtension:
             try:
                 target = self.canonical(link.url)
             except InvalidURL:
+                self.crawler.stats.inc_value("linkgraph/invalid_links")
                 continue
             dst = fingerprint_hex(target)
             self._name(dst, target)

@@ -48,7 +48,6 @@ class GraphWriter:
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queue)
         self._files: dict[str, tuple[Path, object]] = {}
         self._serial = 0
-        self.lines = 0
         self.bytes_written = 0
         self.error: OSError | None = None
         self._thread: threading.Thread | None = None
@@ -104,7 +103,6 @@ class GraphWriter:
             file.write(data)  # type: ignore[attr-defined]
             file.flush()  # type: ignore[attr-defined]
             self.bytes_written += len(data)
-            self.lines += len(lines)
         if self._files["edges"][1].tell() >= self.max_size:  # type: ignore[attr-defined]
             self._close_files()
 

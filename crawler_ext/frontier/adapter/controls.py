@@ -32,14 +32,12 @@ from crawler_ext.frontier.contract import FrontierBackend, SharedCountsPort, Sha
 from crawler_ext.frontier.controls import KEPT_OPS, KEY_OPS, KeyControls
 from crawler_ext.frontier.politeness import delay_rule
 
-__all__ = ["CRAWL_OPS", "JOURNAL_NAME", "ControlBook"]
+__all__ = ["JOURNAL_NAME", "ControlBook"]
 
 logger = logging.getLogger(__name__)
 
 JOURNAL_NAME = "control-actions.jsonl"
 SHARE_INTERVAL = 1.0  # seconds between two syncs of a shared crawl's requests per key
-#: actions on the whole crawl (a shared frontier's log carries them to every worker)
-CRAWL_OPS = ("pause", "resume")
 
 
 class ControlBook:
