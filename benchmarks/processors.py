@@ -218,25 +218,13 @@ def _sniffers() -> None:
 
 # -- HTML crawl: processors on vs off -------------------------------------------------------
 def _html_cost(quick: bool) -> None:
-    from benchmarks.cpu import PACK_CPU, _rate95
-    from testweb.corpus import build_corpus
-    from testweb.static import RealWebServer
+    from benchmarks.cpu import corpus_rates
 
-    sites = build_corpus()
     runs = 1 if quick else 3
-    rates: dict[str, list[float]] = {"off": [], "on": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        for round_ in range(runs):
-            for mode in ("off", "on"):  # alternated: the machine's drift hits both alike
-                with RealWebServer(sites, workdir=work / f"{mode}{round_}") as web:
-                    seeds = ",".join(web.url(n) for n in web.sites)
-                    crawl(web, {**PACK_CPU, "CONCURRENT_REQUESTS": 64,
-                                "CRAWLER_EXT_PROCESSORS_ENABLED": mode == "on"},
-                          seeds, work, "-a", "allowed_domains=real.test")
-                    rates[mode].append(_rate95(read_log(web.log_path)))
+    sites, rates, _ = corpus_rates({"off": {"CRAWLER_EXT_PROCESSORS_ENABLED": False},
+                                    "on": {"CRAWLER_EXT_PROCESSORS_ENABLED": True}}, runs)
     off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
-    table(f"CPU-bound HTML crawl of the real-site corpus ({len(sites)} sites), processors off "
+    table(f"CPU-bound HTML crawl of the real-site corpus ({sites} sites), processors off "
           f"and on (median of {runs} each, alternated)",
           ["processors", "pages/s (median)", "runs", "ratio to off"],
           [["off (dedup's own fingerprint worker)", off, ", ".join(f"{r:.0f}" for r in
