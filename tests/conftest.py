@@ -18,6 +18,10 @@ from testweb import TestWebServer
 
 ROOT = Path(__file__).resolve().parents[1]
 # warcio's command line (warcio check / warcio index), run with this interpreter
+#: what a Redis worker's stats count that explains a URL fetched twice (a lease that expired
+#: or was refused, an admission reclaimed from a dead worker, a lease let go on a failover)
+TWICE_EXPLAINED_BY = ("frontier/redis/leases_expired", "frontier/redis/leases_lost",
+                      "dupefilter/redis/reclaimed", "frontier/redis/refetched_after_restart")
 WARCIO = [sys.executable, "-c", "import sys; from warcio.cli import main; sys.exit(main())"]
 
 

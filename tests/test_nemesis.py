@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, TWICE_EXPLAINED_BY
 
 from testweb import TestWebServer, politeness_violations, read_log
 from testweb.netlab import Host, NetLab, lab_unavailable
@@ -32,9 +32,6 @@ from testweb.rediscluster import RedisClusterServer, cluster_available
 
 LEASE_TTL = 3.0
 DELAY = 1.0
-#: what each worker's stats count that explains a URL fetched twice
-EXPLAINING = ("frontier/redis/leases_expired", "frontier/redis/leases_lost",
-              "dupefilter/redis/reclaimed", "frontier/redis/refetched_after_restart")
 
 
 @pytest.fixture
@@ -286,7 +283,7 @@ class Campaign:
         pages = {(url.split("//", 1)[1].split(":")[0], "/" + url.split("/", 3)[3])
                  for url in self.web.truth()["pages"]}
         twice = {k: v for k, v in fetched.items() if v > 1}
-        explained = {name: sum(s.get(name, 0) for s in stats) for name in EXPLAINING}
+        explained = {name: sum(s.get(name, 0) for s in stats) for name in TWICE_EXPLAINED_BY}
         counted = {name: sum(s.get(f"frontier/redis/{name}", 0) for s in stats)
                    for name in ("leases_fenced", "held_for_replicas")}
         violations = politeness_violations(log, DELAY)
