@@ -57,6 +57,7 @@ _COMPONENTS = [
     ("EXTENSIONS", "crawler_ext.report.CrawlTimeSeries", 0),
     ("EXTENSIONS", "crawler_ext.control.ControlExtension", 0),  # CRAWLER_EXT_CONTROL_ENABLED
     ("EXTENSIONS", "crawler_ext.linkgraph.LinkGraphExtension", 0),  # CRAWLER_EXT_LINKGRAPH_DIR
+    ("EXTENSIONS", "crawler_ext.events.EventsExtension", 0),  # CRAWLER_EXT_EVENTS_URL
 ]
 
 

@@ -17,6 +17,7 @@ from crawler_ext.settingtypes import (
     boolean,
     choice,
     dns_servers,
+    events_url,
     float_list,
     kind_sizes,
     mapping,
@@ -301,6 +302,23 @@ _SPECS = [
     Setting("CRAWLER_EXT_WAT_ENABLED", False, boolean,
             "Write each document's metadata and links as WAT records (JSON), *.warc.wat.gz "
             "beside each WARC file (needs the content processors; docs/outputs.md)."),
+    Setting("CRAWLER_EXT_EVENTS_URL", None, events_url,
+            "Publish one event per fetch and admission decision to this broker: redis://... "
+            "(Redis Streams) or nats://... (NATS JetStream); unset: no event stream "
+            "(docs/outputs.md)."),
+    Setting("CRAWLER_EXT_EVENTS_STREAM", "crawler_ext.events", str,
+            "The Redis stream's key, or the JetStream subject, the events go to."),
+    Setting("CRAWLER_EXT_EVENTS_JETSTREAM_NAME", "CRAWLER_EXT_EVENTS", str,
+            "The JetStream stream holding the subject (created if missing; no dots)."),
+    Setting("CRAWLER_EXT_EVENTS_OVERFLOW", "block", choice("block", "drop"),
+            "When the broker is CRAWLER_EXT_EVENTS_MAX_BACKLOG events behind: block (the "
+            "crawl waits; nothing lost) or drop (new events dropped, counted)."),
+    Setting("CRAWLER_EXT_EVENTS_MAX_BACKLOG", 100_000, number(int, 1),
+            "Events waiting for the broker before the overflow policy acts."),
+    Setting("CRAWLER_EXT_EVENTS_MAXLEN", 1_000_000, number(int, 0),
+            "Redis Streams: the stream is trimmed to about this many entries (0: never)."),
+    Setting("CRAWLER_EXT_EVENTS_CLOSE_TIMEOUT", 30.0, number(float, 0),
+            "Seconds the crawl's end waits for the events still waiting to be delivered."),
     Setting("CRAWLER_EXT_LINKGRAPH_DIR", None, optional_str,
             "Directory of the crawl's link graph (page and host edges, gzip TSV; "
             "docs/outputs.md); unset: none written."),

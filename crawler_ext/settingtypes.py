@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["boolean", "number", "choice", "optional_str", "strategy_name", "mapping", "processor_paths", "kind_sizes", "band_weights_value", "float_list", "dns_servers", "str_list"]
+__all__ = ["events_url", "boolean", "number", "choice", "optional_str", "strategy_name", "mapping", "processor_paths", "kind_sizes", "band_weights_value", "float_list", "dns_servers", "str_list"]
 
 
 def boolean(value: Any) -> bool:
@@ -53,6 +53,19 @@ def optional_str(value: Any) -> str | None:
     if value is None or str(value).strip() == "":
         return None
     return str(value)
+
+
+def events_url(value: Any) -> str | None:
+    """A broker URL for the event stream: redis:// (or rediss://, unix://) or nats:// (or
+    tls://); empty: off."""
+    text = optional_str(value)
+    if text is None:
+        return None
+    scheme = text.partition("://")[0].lower()
+    if "://" not in text or scheme not in ("redis", "rediss", "unix", "nats", "tls"):
+        raise ValueError(f"expected a redis:// (Redis Streams) or nats:// (NATS JetStream) "
+                         f"URL, got {value!r}")
+    return text
 
 
 def strategy_name(value: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = ["content_checked", "content_duplicate", "document_processed", "frontier_commit",
            "frontier_opened", "host_released", "sitemap_lastmod", "sitemaps_found",
-           "storage_failed"]
+           "storage_failed", "warc_written"]
 
 #: A fetched page duplicates an earlier one.  Arguments: ``url``, ``original`` (URL),
 #: ``kind`` ("exact" or "near"), ``distance`` (SimHash bits).  The frontier scheduler learns
@@ -46,8 +46,17 @@ storage_failed = object()
 #: in-flight request holds, and ``robots_allows``, a callable (url) -> bool (the rendering
 #: pool judges and paces a page's sub-requests with them); ``page_done``, a callable
 #: (response) called once the spider's output for it is all in (the page importance flows to
-#: its links then; the known-links spider middleware calls it).
+#: its links then; the known-links spider middleware calls it); ``report_decisions``, a
+#: callable (listener) after which the frontier calls ``listener(kind, subject, reason,
+#: until=None)`` for each URL it refuses at admission (``"refused"``, the URL, the reason) and
+#: each politeness key it parks (``"parked"``, the key, the reason, until when) (the event
+#: stream).
 frontier_opened = object()
+
+#: WARC records were written (sent when the WARC writer reports, at its flushes, and only when
+#: the event stream is on).  Argument: ``records``, a list of (WARC record id, path of its WARC
+#: file, offset of the record in it) of response and revisit records.
+warc_written = object()
 
 #: A request left the downloader and its politeness key was released.  Arguments: ``key``,
 #: ``status`` (None: no response), ``started`` (when the frontier handed it out) and

@@ -192,6 +192,17 @@ STATS: list[Stat] = [
     Stat(("linkgraph/pages", "linkgraph/edges", "linkgraph/bytes", "linkgraph/invalid_links"),
          "the link graph: pages whose links were written, edges, bytes (compressed); links "
          "left out because their URL could not be canonicalised"),
+    Stat(("events/fetch", "events/refused", "events/parked"),
+         "the event stream: events put in the outbox, by kind"),
+    Stat(("events/sent", "events/broker_errors", "events/backlog", "events/backlog_max",
+          "events/undelivered", "events/unlocated"),
+         "the event stream: events the broker took; failed sends (retried); events waiting "
+         "now and at most; left undelivered at the end; fetch events sent without their WARC "
+         "record's place (the writer did not report it within 10 s)"),
+    Stat(("events/blocked", "events/blocked_seconds", "events/dropped"),
+         "the broker fell `CRAWLER_EXT_EVENTS_MAX_BACKLOG` events behind: times the crawl "
+         "waited, and for how long (`CRAWLER_EXT_EVENTS_OVERFLOW = block`); events dropped "
+         "(`drop`)"),
     Stat(("warc/files", "warc/bytes"),
          "WARC files closed and bytes written"),
     Stat(("warc/skipped_noindex", "directives/noindex_not_stored"),

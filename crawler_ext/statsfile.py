@@ -1,6 +1,8 @@
 """``StatsFile`` extension: write the crawl's final stats as JSON to ``CRAWLER_EXT_STATS_FILE``.
 
 Benchmarks, tests and batch jobs read a crawl's figures from there instead of scraping logs.
+It is written when the engine has stopped: after every ``spider_closed`` receiver, those that
+finish their work asynchronously included (the event stream's last deliveries).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class StatsFile:
     def __init__(self, path: str, stats: Any) -> None:
         self.path = Path(path)
         self.stats = stats
+        self.reason: str | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> StatsFile:
@@ -30,11 +33,17 @@ class StatsFile:
             raise NotConfigured  # off unless CRAWLER_EXT_STATS_FILE is set (no log line)
         ext = cls(path, crawler.stats)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(ext.engine_stopped, signal=signals.engine_stopped)
         return ext
 
     def spider_closed(self, spider: Any, reason: str) -> None:
+        self.reason = reason
+
+    def engine_stopped(self) -> None:
+        if self.reason is None:  # the spider never opened
+            return
         data = {k: (v.isoformat() if isinstance(v, datetime) else v)
                 for k, v in self.stats.get_stats().items()}
-        data["finish_reason"] = reason
+        data["finish_reason"] = self.reason
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))

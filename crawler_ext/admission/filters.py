@@ -123,6 +123,7 @@ class Admission:
     _trap_logged: set[str] = field(default_factory=set)
     # hosts with a pattern that has had trap evidence enough (a hint: is_trap decides)
     _trap_hosts: set[str] = field(default_factory=set)
+    last_reason: str = ""  # the reason of the last refusal
 
     def __post_init__(self) -> None:
         self._chains = RecentMap(self.rules.chain_memory)
@@ -263,5 +264,6 @@ class Admission:
 
     def _reject(self, reason: str) -> str | None:
         """Count the refusal; ``check``'s answer for a refused URL (None)."""
+        self.last_reason = reason
         self.on_reject(reason)
         return None

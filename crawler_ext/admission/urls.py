@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 from urllib.parse import urljoin
 
 __all__ = [
-    "InvalidURL", "canonicalize", "fingerprint", "url_fingerprint", "host_of",
+    "InvalidURL", "canonicalize", "fingerprint", "fingerprint_hex", "url_fingerprint", "host_of",
     "TRACKING_PARAMS", "SESSION_PARAMS",
 ]
 
@@ -256,6 +256,11 @@ def fingerprint(canonical_url: str) -> int:
         high = _HOST_HIGH_BITS[host] = _hash(host, HOST_BITS) << REST_BITS
     # the low bits hash the whole URL, so two hosts whose 20-bit hashes collide still differ
     return high | _hash(canonical_url, REST_BITS)
+
+
+def fingerprint_hex(canonical_url: str) -> str:
+    """The fingerprint as 16 hex digits (as the link graph and the event stream write it)."""
+    return f"{fingerprint(canonical_url) & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
 def url_fingerprint(url: str) -> int:

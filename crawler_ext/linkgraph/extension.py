@@ -21,23 +21,15 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from crawler_ext import config
-from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint, host_of
+from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint_hex, host_of
 from crawler_ext.frontier.adapter.engine import scheduler_of
 from crawler_ext.linkgraph.files import GraphWriter
 from crawler_ext.recent import RecentMap
 from crawler_ext.signals import document_processed
 
-__all__ = ["LinkGraphExtension", "fingerprint_hex"]
+__all__ = ["LinkGraphExtension"]
 
 logger = logging.getLogger(__name__)
-
-_MASK = (1 << 64) - 1
-
-
-def fingerprint_hex(canonical_url: str) -> str:
-    """The URL's 64-bit fingerprint as 16 hex digits (the link graph's and the events')."""
-    return f"{fingerprint(canonical_url) & _MASK:016x}"
-
 
 def _anchor(text: str) -> str:
     return " ".join(text.split())[:200]

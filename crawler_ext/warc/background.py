@@ -57,6 +57,10 @@ class BackgroundWriter:
     def bytes_written(self) -> int:
         return self.writer.bytes_written
 
+    def take_located(self) -> list[tuple[str, str, int]]:
+        """The places of the response and revisit records written since the last call."""
+        return self.writer.take_located()
+
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self) -> None:
         self.writer.open()

@@ -35,16 +35,20 @@ from warcio.statusandheaders import StatusAndHeaders
 from crawler_ext import config
 from crawler_ext.diskfull import is_disk_full, report_disk_full
 from crawler_ext.hosts.directives import raw_noindex
-from crawler_ext.signals import content_duplicate, document_processed, frontier_commit
+from crawler_ext.signals import (content_duplicate, document_processed, frontier_commit,
+                                 warc_written)
 from crawler_ext.warc.cdxj import metadata_uri
 from crawler_ext.warc.derivatives import wat_payload, wat_record, wet_record
 from crawler_ext.warc.process import ProcessWriter
 from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
 
-__all__ = ["WarcPipeline", "payload_digest"]
+__all__ = ["WARC_META", "WarcPipeline", "payload_digest"]
 
 logger = logging.getLogger(__name__)
 _DROP_HEADERS = {b"transfer-encoding"}
+#: with the event stream on: a fetch's request meta key holding (the id of its response or
+#: revisit record, its payload digest), and the records' places are reported (``warc_written``)
+WARC_META = "crawler_ext_warc"
 
 
 def payload_digest(body: bytes) -> str:
@@ -69,6 +73,7 @@ class WarcPipeline:
         self._captures: OrderedDict[str, str] = OrderedDict()  # url -> response record id
         self._dates: dict[str, str] = {}  # response record id -> its date (for WAT)
         self.wet = self.wat = False  # derivative files (CRAWLER_EXT_WET/WAT_ENABLED)
+        self.locate = False  # the event stream wants records' ids and places
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> WarcPipeline:
@@ -76,14 +81,16 @@ class WarcPipeline:
         directory = config.get(s, "CRAWLER_EXT_WARC_DIR")
         if not directory:
             raise NotConfigured  # CRAWLER_EXT_WARC_DIR empty: archiving off
+        locate = bool(config.get(s, "CRAWLER_EXT_EVENTS_URL"))
         writer = ProcessWriter(WarcFileWriter(
             directory, prefix=config.get(s, "CRAWLER_EXT_WARC_PREFIX"),
             max_size=config.get(s, "CRAWLER_EXT_WARC_MAX_SIZE"),
             info={"robots": "obey" if s.getbool("ROBOTSTXT_OBEY") else "ignore",
                   "http-header-user-agent": s.get("USER_AGENT") or "",
-                  "isPartOf": crawler.spidercls.name}))
+                  "isPartOf": crawler.spidercls.name}, locate=locate))
         pipeline = cls(writer, crawler.stats, config.get(s, "CRAWLER_EXT_NOINDEX_STORE"),
                        crawler)
+        pipeline.locate = locate
         pipeline.wet = config.get(s, "CRAWLER_EXT_WET_ENABLED")
         pipeline.wat = config.get(s, "CRAWLER_EXT_WAT_ENABLED")
         if pipeline.wet or pipeline.wat:
@@ -105,6 +112,7 @@ class WarcPipeline:
             self.writer.close()
         except OSError as exc:
             self._failed(exc)
+        self._report_located()
         if self.stats is not None:
             self.stats.set_value("warc/files", len(self.writer.files))
             self.stats.set_value("warc/bytes", self.writer.bytes_written)
@@ -118,8 +126,16 @@ class WarcPipeline:
             self.writer.flush(wait=durable)
         except OSError as exc:
             self._failed(exc)
+        self._report_located()
         if self.stats is not None:  # bytes so far, for the crawl report's time series
             self.stats.set_value("warc/bytes", self.writer.bytes_written)
+
+    def _report_located(self) -> None:
+        """The records' places the writer reported, to the event stream."""
+        if self.locate and self.crawler is not None:
+            located = self.writer.take_located()
+            if located:
+                self.crawler.signals.send_catch_log(warc_written, records=located)
 
     def _write(self, record: Any) -> bool:
         try:
@@ -190,6 +206,8 @@ class WarcPipeline:
         if not self._write(req_record):
             return
         self._captures[uri] = rec_id
+        if self.locate:
+            request.meta[WARC_META] = (rec_id, digest)
         if self.wat:
             self._dates[rec_id] = date
         if len(self._captures) > 100_000:

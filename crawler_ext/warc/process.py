@@ -59,7 +59,7 @@ def _serve(conn: Any, config: dict[str, Any]) -> None:
         if kind == "w":
             continue
         conn.send((message[1], writer.records, writer.bytes_written,
-                   [str(p) for p in writer.files], writer.broken))
+                   [str(p) for p in writer.files], writer.broken, writer.take_located()))
         if kind == "c":
             return
 
@@ -76,6 +76,7 @@ class ProcessWriter(BackgroundWriter):
         self._sent = self._acked = 0
         self._state: tuple[int, int, list[Path]] = (0, 0, [])
         self._remote = False  # the process writes (not the thread)
+        self._located: list[tuple[str, str, int]] = []  # the process's reports, not yet taken
 
     # the counters: the process's, once it writes (the thread's writer's otherwise)
     @property
@@ -153,8 +154,17 @@ class ProcessWriter(BackgroundWriter):
         except (OSError, EOFError) as exc:
             self._ended(exc)
 
+    def take_located(self) -> list[tuple[str, str, int]]:
+        if not self._remote:
+            return super().take_located()
+        if self._proc is not None:
+            self._collect()
+        located, self._located = self._located, []
+        return located
+
     def _take(self, state: tuple) -> None:
-        self._acked, records, written, files, broken = state
+        self._acked, records, written, files, broken, located = state
+        self._located += located
         self._state = (records, written, [Path(p) for p in files])
         if broken is not None and self.broken is None:
             self.broken = broken

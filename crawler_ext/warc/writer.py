@@ -21,6 +21,7 @@ import os
 import socket
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -139,6 +140,7 @@ class WarcFileWriter:
         self, directory: str | Path, prefix: str = "crawler_ext", max_size: int = 10**9,
         info: dict[str, str] | None = None, clock: Callable[[], str] = _timestamp,
         record_ids: Callable[[], str] | None = None, warc_dates: Callable[[], str] | None = None,
+        locate: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.prefix = prefix
@@ -162,12 +164,21 @@ class WarcFileWriter:
         self.files: list[Path] = []
         self._last_flush = time.monotonic()
         self.broken: OSError | None = None  # a failed write (disk full): nothing more goes out
+        # with ``locate``: (record id, path of its file, offset) of each response and revisit
+        # record written, until taken (``take_located``; the event stream reports them)
+        self.locate = locate
+        self.located: deque[tuple[str, str, int]] = deque()
+
+    def take_located(self) -> list[tuple[str, str, int]]:
+        """The places of the response and revisit records written since the last call."""
+        located = self.located
+        return [located.popleft() for _ in range(len(located))]
 
     def config(self) -> dict[str, Any]:
         """The arguments that build this writer in another process (the writer process);
         the id and date seams stay with the caller, who applies them (``prepare``)."""
         return {"directory": self.directory, "prefix": self.prefix, "max_size": self.max_size,
-                "info": self.info, "clock": self.clock}
+                "info": self.info, "clock": self.clock, "locate": self.locate}
 
     @property
     def builder(self) -> WARCWriter:
@@ -259,6 +270,9 @@ class WarcFileWriter:
         self.records += 1
         self.bytes_written += len(data)
         filename = self._path.name[:-len(".open")]
+        if self.locate and record.rec_type in ("response", "revisit"):
+            self.located.append((record.rec_headers.get_header("WARC-Record-ID"),
+                                 str(self.directory / filename), offset))
         if record.rec_type in INDEXED_TYPES:
             url, ts, fields = _index_fields(record, filename, offset, len(data))
             assert self._index is not None

@@ -76,7 +76,9 @@ class InFlight:
         self._rearm = rearm
         self._requests: dict[Request, _Flight] = {}
         self._parked_logged = 0
-        self._delay_max = -1.0  # since the last count_into
+        self._delay_max = -1.0
+        # told of each key parked here, (kind, key, reason, until) (the event stream)
+        self.decided: Callable[..., None] | None = None  # since the last count_into
 
     def count_into(self) -> None:
         """``frontier/delay_max`` into the stats (the scheduler's flush)."""
@@ -148,6 +150,9 @@ class InFlight:
                 self._inc("frontier/retry_after_honoured")
         if info.key in self.frontier.parked:
             self._parked(info.key, delay)
+            if self.decided is not None:
+                self.decided("parked", info.key, "retry_after" if info.retry_after is not None
+                             else "backoff", now + delay)
         elif delay > self._delay_max:
             self._delay_max = delay
         self._rearm()

@@ -88,6 +88,8 @@ class Intake:
         self.known = RecentMap(KNOWN_MEMORY)
         self._enqueued: dict[tuple[int, str], int] = {}  # (band, memory|disk) -> entries
         self._page: tuple[str | None, int] = (None, 0)  # the last Referer -> its fingerprint
+        # told of each URL refused here, (kind, url, reason) (the event stream; None: nobody)
+        self.decided: Callable[..., None] | None = None
 
     def count_into(self, inc: Callable[..., None]) -> None:
         """Hand the enqueue counts over as stats (``frontier/enqueued`` and by band, Scrapy's
@@ -124,6 +126,8 @@ class Intake:
             return True
         if self.blocklist.blocked(request.url):
             self._inc("admission/rejected/blocklist")
+            if self.decided is not None:
+                self.decided("refused", request.url, "blocklist")
             return False
         raw = request.url
         scheme = raw.partition(":")[0].lower()
@@ -139,6 +143,8 @@ class Intake:
         referer_url = referer.decode("latin-1") if referer else None
         canonical = self.admission.check(request.url, referer_url)
         if canonical is None:
+            if self.decided is not None:
+                self.decided("refused", request.url, self.admission.last_reason)
             return False
         if canonical != request.url:
             request = request.replace(url=canonical)

@@ -55,6 +55,8 @@ class RobotsGate:
         self._tokens = 0
         self._failure_logged = False
         self._parked_logged = False
+        # told of each URL refused and origin parked here (the event stream; None: nobody)
+        self.decided: Callable[..., None] | None = None
 
     def allows(self, url: str) -> bool:
         """Whether robots.txt, as cached now, lets ``url`` be fetched (an origin whose
@@ -80,13 +82,18 @@ class RobotsGate:
             # them -- the key is parked (kept; resumable under JOBDIR)
             self.frontier.park(entry.key, when)
             self._inc("robots/parked", 1)
+            if self.decided is not None:
+                self.decided("parked", entry.key, "robots_failed", when)
             if not self._parked_logged:
                 self._parked_logged = True
                 logger.info("robots.txt of %s failed: its URLs wait for the retry in %.0f s, "
                             "parked (kept, but the crawl may finish without them; further "
                             "ones are counted in robots/parked)", origin_of(url), when - now)
             return when
-        self._inc("robots/disallowed" if decision is Decision.DISALLOWED else "robots/gave_up", 1)
+        reason = "disallowed" if decision is Decision.DISALLOWED else "gave_up"
+        self._inc(f"robots/{reason}", 1)
+        if self.decided is not None:
+            self.decided("refused", url, f"robots_{reason}")
         return DROP
 
     def request(self, origin: str, callback: Any, errback: Any) -> Request:

@@ -14,6 +14,7 @@ commits (``durability``), the figures (``progress``), a shared frontier's callba
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -185,7 +186,8 @@ class FrontierScheduler(BaseScheduler):
                                schedule_refresh=self.schedule_refresh,
                                lease_key=self.inflight.key_of,
                                robots_allows=self.robots.allows if self.robots else allow_all,
-                               page_done=self.durability.page_done)
+                               page_done=self.durability.page_done,
+                               report_decisions=self.report_decisions)
         self._start_loop(self.durability.flush, self.flush_interval)
         self.lag.start(call_later)
         if self._rules_log is not None:
@@ -249,6 +251,14 @@ class FrontierScheduler(BaseScheduler):
 
     def refuse_known(self, request: Request) -> bool:
         return self.intake.refuse_known(request)
+
+    def report_decisions(self, listener: Callable[..., None]) -> None:
+        """Tell ``listener`` of each URL refused and key parked from now on (``kind``,
+        ``subject``, ``reason``, ``until``): the event stream."""
+        self.intake.decided = listener
+        self.inflight.decided = listener
+        if self.robots is not None:
+            self.robots.decided = listener
 
     def next_request(self) -> Request | None:
         now = time.time()
