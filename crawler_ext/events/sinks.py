@@ -52,7 +52,7 @@ class RedisStreamSink:
     def send(self, lines: list[bytes]) -> None:
         pipe = self.client.pipeline(transaction=False)
         for line in lines:
-            fields = {k: str(v) for k, v in json.loads(line).items()}
+            fields: dict[Any, Any] = {k: str(v) for k, v in json.loads(line).items()}
             if self.maxlen:
                 pipe.xadd(self.stream, fields, maxlen=self.maxlen, approximate=True)
             else:
