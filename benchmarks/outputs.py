@@ -1,6 +1,7 @@
 """The cost of the downstream outputs: the CPU-bound crawl of the real-site corpus with
-everything off, with WET and WAT on, and with the link graph on, side by side, alternated,
-median of three runs each; the cost per page of each."""
+everything off, with WET and WAT on, with the link graph on, with the fetch-event stream on
+(to the machine's Redis, db 13, a stream trimmed to 100,000 entries) and with all of them,
+side by side, alternated, median of three runs each; the cost per page of each."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ __all__ = ["bench_outputs"]
 
 MODES = {"off": {}, "WET + WAT": {"CRAWLER_EXT_WET_ENABLED": True,
                                   "CRAWLER_EXT_WAT_ENABLED": True},
-         "link graph": {"CRAWLER_EXT_LINKGRAPH_DIR": "{work}/graph"}}
+         "link graph": {"CRAWLER_EXT_LINKGRAPH_DIR": "{work}/graph"},
+         "events": {"CRAWLER_EXT_EVENTS_URL": "redis://127.0.0.1:6379/13",
+                    "CRAWLER_EXT_EVENTS_STREAM": "crawler_ext.bench.events",
+                    "CRAWLER_EXT_EVENTS_MAXLEN": 100_000},
+         "events + WET + WAT": {"CRAWLER_EXT_EVENTS_URL": "redis://127.0.0.1:6379/13",
+                                "CRAWLER_EXT_EVENTS_STREAM": "crawler_ext.bench.events",
+                                "CRAWLER_EXT_EVENTS_MAXLEN": 100_000,
+                                "CRAWLER_EXT_WET_ENABLED": True,
+                                "CRAWLER_EXT_WAT_ENABLED": True}}
 
 
 def bench_outputs(quick: bool) -> None:
