@@ -258,3 +258,72 @@ def test_nats_events_wait_out_a_broker_outage_with_the_crawl_blocked(testweb_fac
     assert "CRAWLER_EXT_EVENTS_OVERFLOW=block" in text and "takes events again" in text
     starts = sorted(e.start for e in log if e.start > stopped)
     assert starts and max(b - a for a, b in zip([stopped, *starts], starts)) >= 20
+
+
+def test_the_file_outbox_resends_what_was_not_acknowledged(tmp_path: Path) -> None:
+    """Committed events survive the process; a batch read but not acknowledged is read
+    again; a line cut by a kill is dropped at the next open; acknowledged segments go."""
+    from crawler_ext.events import outbox as module
+    from crawler_ext.events.outbox import FileOutbox, MemoryOutbox
+    from crawler_ext.events.record import decode, encode, fetch_event
+
+    events = [fetch_event(url=f"http://a.test/{n}", canonical_url=f"http://a.test/{n}",
+                          fingerprint="0" * 16, status=200, fetched_at=1.0, content_type="",
+                          length=n, payload_digest="", lane="discovery", spider="s")
+              for n in range(30)]
+    box = FileOutbox(tmp_path)
+    for event in events[:20]:
+        box.append(encode(event))
+    box.commit()
+    lines, position = box.read(8)
+    assert [decode(line) for line in lines] == events[:8] and box.backlog() == 20
+    box.acked(position, len(lines))
+    lines, _ = box.read(100)  # read, never acknowledged: the next process sends them again
+    assert len(lines) == 12
+    box._file.write(b'{"event_id": "torn')  # a kill in the middle of a line
+    box._file.flush()
+    box = FileOutbox(tmp_path)
+    assert box.backlog() == 12
+    old = module.SEGMENT_SIZE
+    module.SEGMENT_SIZE = 1000  # rotate: acknowledged segments are deleted
+    try:
+        for event in events[20:]:
+            box.append(encode(event))
+        box.commit()
+        got = []
+        while True:
+            lines, position = box.read(5)
+            if not lines:
+                break
+            got += [decode(line) for line in lines]
+            box.acked(position, len(lines))
+    finally:
+        module.SEGMENT_SIZE = old
+    assert got == events[8:] and box.backlog() == 0
+    assert len(list(tmp_path.glob("outbox-*.jsonl"))) <= 2
+    memory = MemoryOutbox()
+    memory.append(b"1\n")
+    memory.append(b"2\n")
+    lines, position = memory.read(1)
+    memory.acked(position, len(lines))
+    assert memory.read(5)[0] == [b"2\n"] and memory.backlog() == 1
+
+
+@pytest.mark.slow
+def test_with_drop_the_crawl_goes_on_without_a_broker(testweb_factory, tmp_path: Path) -> None:
+    """Nothing listens at the events URL: with ``drop`` the crawl is not held, and the events
+    past the backlog are dropped, counted and logged once."""
+    web = testweb_factory(hosts=2, pages=6, hazards=False)
+    result = run_crawl("-a", f"seeds={web.url(0)}", items_path=tmp_path / "items.jsonl",
+                       settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
+                                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.05,
+                                 "CRAWLER_EXT_EVENTS_URL": f"redis://127.0.0.1:{free_port()}/0",
+                                 "CRAWLER_EXT_EVENTS_OVERFLOW": "drop",
+                                 "CRAWLER_EXT_EVENTS_MAX_BACKLOG": 5,
+                                 "CRAWLER_EXT_EVENTS_CLOSE_TIMEOUT": 1})
+    assert result.returncode == 0, result.output[-3000:]
+    fetched = len(web.log())
+    assert result.stat("events/fetch") == 5 and result.stat("events/dropped") == fetched - 5
+    assert result.stat("events/undelivered") == 5 and result.stat("events/blocked") == 0
+    assert result.output.count("CRAWLER_EXT_EVENTS_OVERFLOW=drop") == 1
+    assert "5 event(s) not delivered" in result.output

@@ -142,7 +142,8 @@ class EventsExtension:
 
     # -- fetches -------------------------------------------------------------------------------
     def response_downloaded(self, response: Any, request: Any, spider: Any = None) -> None:
-        record_id, digest = request.meta.get(WARC_META) or ("", "")
+        # taken out: a redirect's or a retry's copy of the request must not carry it
+        record_id, digest = request.meta.pop(WARC_META, None) or ("", "")
         body = response.body
         ctype = response.headers.get(b"Content-Type") or b""
         self._drafts[request] = (
