@@ -327,3 +327,27 @@ def test_with_drop_the_crawl_goes_on_without_a_broker(testweb_factory, tmp_path:
     assert result.stat("events/undelivered") == 5 and result.stat("events/blocked") == 0
     assert result.output.count("CRAWLER_EXT_EVENTS_OVERFLOW=drop") == 1
     assert "5 event(s) not delivered" in result.output
+
+
+@pytest.mark.slow
+def test_a_parked_host_is_an_event(testweb_factory, tmp_path: Path) -> None:
+    """Host 1 of the hazardous test web answers robots.txt with 503: its key is parked until
+    the retry, an event of its own."""
+    web = testweb_factory(hosts=2, pages=3, hazards=True)
+    client = redis_lib.Redis.from_url(REDIS_URL, decode_responses=True)
+    stream = f"crawler_ext.events.parked{os.getpid()}"
+    client.delete(stream)
+    result = run_crawl("-a", f"seeds={web.url(0)},{web.url(1)}",
+                       items_path=tmp_path / "items.jsonl",
+                       settings={"CRAWLER_EXT_HOSTS": web.hosts_setting,
+                                 "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.05,
+                                 "CRAWLER_EXT_EVENTS_URL": REDIS_URL,
+                                 "CRAWLER_EXT_EVENTS_STREAM": stream})
+    assert result.returncode == 0, result.output[-3000:]
+    events = [entry for _, entry in client.xrange(stream)]
+    client.delete(stream)
+    parked = [e for e in events if e["kind"] == "parked"]
+    assert parked and parked[0]["reason"] == "robots_failed", parked
+    assert parked[0]["key"].startswith("h0001") and \
+        float(parked[0]["until"]) > float(parked[0]["decided_at"])
+    assert result.stat("events/parked") == len(parked)
