@@ -76,9 +76,9 @@ class InFlight:
         self._rearm = rearm
         self._requests: dict[Request, _Flight] = {}
         self._parked_logged = 0
-        self._delay_max = -1.0
+        self._delay_max = -1.0  # since the last count_into
         # told of each key parked here, (kind, key, reason, until) (the event stream)
-        self.decided: Callable[..., None] | None = None  # since the last count_into
+        self.decided: Callable[..., None] | None = None
 
     def count_into(self) -> None:
         """``frontier/delay_max`` into the stats (the scheduler's flush)."""
