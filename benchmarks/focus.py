@@ -43,6 +43,8 @@ def _configs(web, labels_path: Path) -> list[tuple[str, dict, dict]]:
           "CRAWLER_EXT_FOCUS_LEARN": False, "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH": 1000}, {}),
         ("crawler_ext focus strategy (examples + keywords, learned links)", {**pack, **focus},
          {}),
+        ("the same, links scored without the words around them (LINK_CONTEXT off)",
+         {**pack, **focus, "CRAWLER_EXT_FOCUS_LINK_CONTEXT": False}, {}),
         ("oracle (every label known)",
          {**pack, **focus, "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH": 1000,
           "SPIDER_MIDDLEWARES": json.dumps({"benchmarks.focus_oracle.OracleMiddleware": 55})},

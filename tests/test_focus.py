@@ -67,6 +67,32 @@ def test_the_link_scorer_learns_which_links_lead_to_the_topic(pages) -> None:
     assert fixed.scores(fresh)[0] == fixed.scores(fresh)[1]  # no learning: the prior only
 
 
+def test_the_words_around_a_link_are_its_context() -> None:
+    """The HTML processor gives a link the words of its sentence (or, for a link alone in a
+    list item, its list) when a focused crawl asks; the scorer reads them as tokens of their
+    own, and the prior reads them too."""
+    from crawler_ext.processors.contract import Document
+    from crawler_ext.processors.html import HtmlProcessor
+
+    html = (b"<html><body><p>" + b"filler words here " * 10 + b"</p><p>Read how the lexer "
+            b"splits tokens in the <a href='/lex.html'>next chapter</a> on scanners and "
+            b"grammars.</p><ul><li><a href='/a.html'>Parsing</a></li><li><a href='/b.html'>"
+            b"Lexing</a></li></ul></body></html>")
+    document = Document("http://a.test/", "text/html", {}, html)
+    processor = HtmlProcessor()
+    assert {link.context for link in processor.process(document).links} == {""}  # off
+    processor.link_context = True
+    links = {link.url: link for link in processor.process(document).links}
+    assert links["http://a.test/lex.html"].context == \
+        "Read how the lexer splits tokens in the on scanners and grammars."
+    assert links["http://a.test/a.html"].context == "Lexing"  # its neighbours in the list
+    link = LinkFeatures("http://a.test/x.html", "next", 0.0, "a.test", 0.5, "lexer tokens")
+    assert "c:lexer" in link.tokens() and "lexer" in link.text()
+    classifier = PageClassifier.train([], [], Keywords.parse(["lexer"]))
+    plain = LinkFeatures("http://a.test/x.html", "next", 0.0, "a.test", 0.5)
+    assert LinkScorer(classifier).scores([link])[0] > LinkScorer(classifier).scores([plain])[0]
+
+
 def test_the_focus_strategy_maps_scores_onto_bands() -> None:
     strategy = FocusStrategy(16)
     assert band_of(100, 16) == 0 and band_of(0, 16) == 15 and band_of(-5, 16) == 15

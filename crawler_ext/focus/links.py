@@ -1,9 +1,10 @@
 """The link scorer: a link's chance to lead to a relevant page, learned online.
 
-A link is described by its anchor text, its URL's tokens, the relevance of the page it was
-found on and its host's harvest so far (relevant pages / fetched pages).  Before any
-outcome is known, its score is a prior: the page classifier's relevance of the anchor text
-and URL words, the parent page's relevance and the host's harvest.  Each fetched page is an
+A link is described by its anchor text, the words around it (its sentence or list item, from
+the HTML processor), its URL's tokens, the relevance of the page it was found on and its
+host's harvest so far (relevant pages / fetched pages).  Before any outcome is known, its
+score is a prior: the page classifier's relevance of the anchor text, the words around it
+and the URL words, the parent page's relevance and the host's harvest.  Each fetched page is an
 outcome (relevant or not) for the link that led to it; from them an online logistic
 regression (scikit-learn's ``SGDClassifier``, ``partial_fit`` in small batches) learns which
 words, URL tokens and contexts lead to the topic -- ACHE's online link classifier -- and its
@@ -50,16 +51,18 @@ class LinkFeatures:
     parent_relevance: float
     host: str
     host_harvest: float
+    context: str = ""  # the words around the link
 
     def tokens(self) -> list[str]:
         words = [f"a:{w}" for w in _TOKEN.findall(self.anchor.lower())[:20]]
+        words += [f"c:{w}" for w in _TOKEN.findall(self.context.lower())[:30]]
         words += [f"u:{w}" for w in url_words(self.url)[:20]]
         words += [f"p:{_bucket(self.parent_relevance)}", f"h:{_bucket(self.host_harvest)}",
                   f"host:{self.host}"]
         return words
 
     def text(self) -> str:
-        return f"{self.anchor} {' '.join(url_words(self.url))}"
+        return f"{self.anchor} {self.context} {' '.join(url_words(self.url))}"
 
 
 class LinkScorer:

@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 RELEVANCE_META = "relevance"
 #: a request's link features and its off-topic distance: (anchor, parent relevance, host
-#: harvest, distance)
+#: harvest, distance, the words around the link)
 FOCUS_META = "crawler_ext_focus"
 
 
@@ -124,10 +124,12 @@ class FocusMiddleware:
         stats.inc_value(f"focus/relevance/{min(9, int(relevance * 10))}")
         carried = response.meta.get(FOCUS_META)
         if carried:
-            anchor, parent, harvest, _ = carried
+            anchor, parent, harvest = carried[:3]
+            context = carried[4] if len(carried) > 4 else ""  # (a request queued before it)
             self.scorer.outcome(LinkFeatures(response.request.url if response.request else
                                              response.url, anchor, parent,
-                                             urlsplit(response.url).netloc, harvest), relevant)
+                                             urlsplit(response.url).netloc, harvest, context),
+                                relevant)
 
     @staticmethod
     def _text(response: Response) -> str | None:
@@ -175,13 +177,16 @@ class FocusMiddleware:
                 self.stats.inc_value("focus/dropped/tunnel", len(requests))
             return
         processed = response.meta.get("processed")
-        anchors = {link.url: link.text for link in processed.links} if processed else {}
-        features = [LinkFeatures(r.url, anchors.get(r.url, ""), relevance,
-                                 urlsplit(r.url).netloc, self.harvest(urlsplit(r.url).netloc))
-                    for r in requests]
+        found = {link.url: link for link in processed.links} if processed else {}
+        features = []
+        for r in requests:
+            link = found.get(r.url)
+            host = urlsplit(r.url).netloc
+            features.append(LinkFeatures(r.url, link.text if link else "", relevance, host,
+                                         self.harvest(host), link.context if link else ""))
         for request, link, score in zip(requests, features, self.scorer.scores(features),
                                         strict=True):
             request.priority = round(score * SCORE_SCALE)
             request.meta[FOCUS_META] = (link.anchor, link.parent_relevance, link.host_harvest,
-                                        distance)
+                                        distance, link.context)
             yield request

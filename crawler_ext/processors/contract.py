@@ -18,10 +18,12 @@ __all__ = ["Document", "Link", "Processed", "Processor"]
 
 
 class Link(NamedTuple):
-    """An out-link: an absolute http(s) URL, with its anchor text where the format has one."""
+    """An out-link: an absolute http(s) URL, with its anchor text where the format has one,
+    and the words around it (HTML, in a focused crawl: the link scorer reads them)."""
 
     url: str
     text: str = ""
+    context: str = ""
 
 
 class Document(NamedTuple):

@@ -33,10 +33,33 @@ def _lxml_tree(body: bytes, text: str) -> Any:
         return lxml.html.document_fromstring(body)
 
 
+#: words taken on each side of a link's anchor text
+CONTEXT_WORDS = 12
+
+
+def link_context(anchor: Any, label: str) -> str:
+    """The words around a link: up to ``CONTEXT_WORDS`` on each side of its anchor text in
+    the text of the element holding it (its sentence or list item; where the link is all of
+    that element's text, the element above: the list it is an item of)."""
+    element = anchor.getparent()
+    for _ in range(2):
+        if element is None:
+            return ""
+        text = " ".join(element.text_content()[:3000].split())
+        if text != label:
+            break
+        element = element.getparent()
+    else:
+        return ""
+    before, _, after = text.partition(label) if label else (text, "", "")
+    return " ".join(before.split()[-CONTEXT_WORDS:] + after.split()[:CONTEXT_WORDS])
+
+
 class HtmlProcessor:
     name = "html"
     content_kind = "html"
     min_words = 20  # the worker sets CRAWLER_EXT_DEDUP_MIN_WORDS
+    link_context = False  # the words around each link (a focused crawl's workers set it)
 
     def process(self, document: Document) -> Processed:
         decoded = decode_html(document.body)
@@ -74,7 +97,8 @@ class HtmlProcessor:
             for url in urls:
                 if url not in links:
                     label = " ".join(anchor.text_content().split())[:MAX_ANCHOR_TEXT]
-                    links[url] = Link(url, label)
+                    links[url] = Link(url, label, link_context(anchor, label)
+                                      if self.link_context else "")
             for reason in reasons:
                 invalid[reason] = invalid.get(reason, 0) + 1
         if invalid:

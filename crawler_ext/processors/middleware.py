@@ -58,16 +58,17 @@ class ProcessorMiddleware:
         if not config.get(s, "CRAWLER_EXT_PROCESSORS_ENABLED"):
             raise NotConfigured  # (no message: Scrapy would log it as a warning)
         table = build_table(config.get(s, "CRAWLER_EXT_PROCESSORS"))
-        scorer = None
+        scorer, context = None, False
         if config.focus_enabled(s):  # the page classifier runs in the workers too
             from crawler_ext.focus.middleware import classifier_for
 
             scorer = classifier_for(crawler)
+            context = config.get(s, "CRAWLER_EXT_FOCUS_LINK_CONTEXT")
         pool = ProcessorPool(config.get(s, "CRAWLER_EXT_PROCESSOR_WORKERS"), table,
                              min_words=config.get(s, "CRAWLER_EXT_DEDUP_MIN_WORDS"),
                              timeout=config.get(s, "CRAWLER_EXT_PROCESSOR_TIMEOUT"),
                              memory_mb=config.get(s, "CRAWLER_EXT_PROCESSOR_MEMORY_MB"),
-                             stats=crawler.stats, scorer=scorer)
+                             stats=crawler.stats, scorer=scorer, link_context=context)
         by_kind = {kind: int(size) for kind, size in
                    config.get(s, "CRAWLER_EXT_PROCESSOR_MAX_BYTES_BY_KIND").items()}
         mw = cls(crawler, pool, config.get(s, "CRAWLER_EXT_PROCESSOR_MAX_BYTES"), by_kind)

@@ -47,12 +47,12 @@ def _address_space() -> int:
 
 
 def _serve(conn: Any, table: Mapping[str, str], min_words: int, memory_mb: int,
-           scorer: Any = None) -> None:
+           scorer: Any = None, link_context: bool = False) -> None:
     """A worker: documents in, ``(Processed, fingerprint)`` out, until the pipe closes."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from crawler_ext.processors.work import Runner
 
-    runner = Runner(table, min_words, scorer)
+    runner = Runner(table, min_words, scorer, link_context)
     for mime in ("text/html", "application/pdf", "application/rss+xml", "image/png"):
         try:  # import the libraries before the cap, so the cap is for documents
             runner.processor(mime)
@@ -90,9 +90,10 @@ class ProcessorPool:
 
     def __init__(self, workers: int, table: Mapping[str, str], min_words: int = 20,
                  timeout: float = 30.0, memory_mb: int = 512, stats: Any = None,
-                 scorer: Any = None) -> None:
+                 scorer: Any = None, link_context: bool = False) -> None:
         self.size = workers
         self.scorer = scorer  # a focused crawl's page classifier, run on each text
+        self.link_context = link_context  # and the words around each link, for its scorer
         self.table = dict(table)
         self.min_words = min_words
         self.timeout = timeout
@@ -118,7 +119,7 @@ class ProcessorPool:
         assert self._loop is not None
         try:
             conn, process = start_helper(_serve, (self.table, self.min_words, self.memory_mb,
-                                                  self.scorer),
+                                                  self.scorer, self.link_context),
                                          f"crawler_ext-processor-{len(self._workers)}")
         except OSError as exc:
             self._give_up(f"{type(exc).__name__}: {exc}")

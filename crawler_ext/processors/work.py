@@ -44,9 +44,10 @@ class Runner:
     """Processors by MIME type, each built once, in the process that runs them."""
 
     def __init__(self, table: Mapping[str, str], min_words: int = 20,
-                 scorer: Any = None) -> None:
+                 scorer: Any = None, link_context: bool = False) -> None:
         self.table = dict(table)
         self.min_words = min_words
+        self.link_context = link_context  # the words around each link (a focused crawl)
         # a focused crawl's page classifier (``relevance(text)``): each text's relevance
         # goes in the metadata, computed here rather than on the crawl's reactor
         self.scorer = scorer
@@ -60,6 +61,8 @@ class Runner:
             processor = load_processor(path)
             if hasattr(processor, "min_words"):
                 processor.min_words = self.min_words
+            if hasattr(processor, "link_context"):
+                processor.link_context = self.link_context
             self._built[path] = processor
         return self._built[path]
 
