@@ -134,7 +134,7 @@ class EventsExtension:
         self._figures()
         self.stats.set_value("events/undelivered", left)
         if left:
-            kept = isinstance(self.outbox, FileOutbox)
+            kept = self.outbox.durable
             logger.error("Events: %d event(s) not delivered to %s within "
                          "CRAWLER_EXT_EVENTS_CLOSE_TIMEOUT; %s", left, self.sender.where,
                          "kept in JOBDIR/events, sent when the crawl resumes" if kept else

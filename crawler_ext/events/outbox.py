@@ -27,6 +27,8 @@ SEGMENT_SIZE = 16 << 20
 
 
 class Outbox(Protocol):
+    durable: bool  # what it holds outlives the process
+
     def append(self, line: bytes) -> None: ...
 
     def commit(self) -> None: ...
@@ -41,6 +43,8 @@ class Outbox(Protocol):
 
 
 class MemoryOutbox:
+    durable = False
+
     def __init__(self) -> None:
         self._lines: list[bytes] = []
         self._lock = threading.Lock()
@@ -69,6 +73,8 @@ class MemoryOutbox:
 
 
 class FileOutbox:
+    durable = True
+
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
