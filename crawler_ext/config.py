@@ -121,9 +121,10 @@ _SPECS = [
     Setting("CRAWLER_EXT_FOCUS_LEARN", True, boolean,
             "Learn link scores online from the outcomes of fetched links (off: the prior "
             "score alone)."),
-    Setting("CRAWLER_EXT_FOCUS_LINK_CONTEXT", True, boolean,
-            "Score a link by the words around it too (its sentence or list item), besides "
-            "its anchor text and URL (needs the content processors)."),
+    Setting("CRAWLER_EXT_FOCUS_LINK_CONTEXT", False, boolean,
+            "Let the learned link scorer read the words around each link too (its sentence "
+            "or list item; needs the content processors). Off: no gain measured "
+            "(docs/focus.md)."),
     Setting("CRAWLER_EXT_DNS_MIN_TTL", 300.0, number(float, 0),
             "Floor, in seconds, on how long a DNS answer is cached (longer TTLs are kept)."),
     Setting("CRAWLER_EXT_DNS_NEGATIVE_TTL", 60.0, number(float, 0),

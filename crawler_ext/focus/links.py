@@ -1,10 +1,11 @@
 """The link scorer: a link's chance to lead to a relevant page, learned online.
 
-A link is described by its anchor text, the words around it (its sentence or list item, from
-the HTML processor), its URL's tokens, the relevance of the page it was found on and its
-host's harvest so far (relevant pages / fetched pages).  Before any outcome is known, its
-score is a prior: the page classifier's relevance of the anchor text, the words around it
-and the URL words, the parent page's relevance and the host's harvest.  Each fetched page is an
+A link is described by its anchor text, its URL's tokens, the relevance of the page it was
+found on, its host's harvest so far (relevant pages / fetched pages) and, where the HTML
+processor took them, the words around it (its sentence or list item).  Before any outcome
+is known, its score is a prior: the page classifier's relevance of the anchor text and URL
+words, the parent page's relevance and the host's harvest (the words around a link are
+learned from only: in the prior they cost harvest, docs/focus.md).  Each fetched page is an
 outcome (relevant or not) for the link that led to it; from them an online logistic
 regression (scikit-learn's ``SGDClassifier``, ``partial_fit`` in small batches) learns which
 words, URL tokens and contexts lead to the topic -- ACHE's online link classifier -- and its
@@ -62,7 +63,7 @@ class LinkFeatures:
         return words
 
     def text(self) -> str:
-        return f"{self.anchor} {self.context} {' '.join(url_words(self.url))}"
+        return f"{self.anchor} {' '.join(url_words(self.url))}"
 
 
 class LinkScorer:
