@@ -63,25 +63,30 @@ def bench_focus(quick: bool) -> None:
         budget = total // 5
         seeds = ",".join(f"http://{name}.real.test:{port}/index.html"
                          for name in sorted({s.name for s in web.sites})[:8])
+        serial = iter(range(10**6))
+
+        def run(settings: dict, env: dict | None = None) -> tuple[list, dict, list, float]:
+            """One crawl to the budget: (its first ``budget`` fetches, its stats, its whole
+            log, the harvest rate of those fetches)."""
+            with RealWebServer(web.sites, workdir=work / f"run{next(serial)}",
+                               port=port) as server:
+                stats = crawl(server, {**settings, "CLOSESPIDER_PAGECOUNT": budget + budget // 4,
+                                       "CONCURRENT_REQUESTS": 16}, seeds, work,
+                              "-a", "allowed_domains=real.test", env=env or {})
+                log = [e for e in read_log(server.log_path) if e.path != "/robots.txt"]
+            first = sorted(log, key=lambda e: e.start)[:budget]
+            harvest = sum(web.labels.get(f"{e.host}{e.path}", False) for e in first)
+            return first, stats, log, harvest / max(1, len(first))
+
         # every crawl ``runs`` times, the crawls alternated: one run's harvest moves by a few
         # hundredths with the order responses come back in; the median run of each is shown
         configs = _configs(web, work / "web" / "web.json")
         runs: dict[str, list[list]] = {name: [] for name, _, _ in configs}
-        for n in range(1 if quick else 3):
+        for _ in range(1 if quick else 3):
             for name, settings, env in configs:
-                with RealWebServer(web.sites, workdir=work / f"run{n}-{len(runs[name])}"
-                                   f"-{configs.index((name, settings, env))}",
-                                   port=port) as server:
-                    stats = crawl(server, {**settings,
-                                           "CLOSESPIDER_PAGECOUNT": budget + budget // 4,
-                                           "CONCURRENT_REQUESTS": 16}, seeds, work,
-                                  "-a", "allowed_domains=real.test", env=env)
-                    log = [e for e in read_log(server.log_path) if e.path != "/robots.txt"]
-                first = sorted(log, key=lambda e: e.start)[:budget]
-                harvest = sum(web.labels.get(f"{e.host}{e.path}", False) for e in first)
-                gaps = politeness_violations(log, min_gap=DELAY)
-                runs[name].append([name, len(first), harvest / max(1, len(first)),
-                                   harvest / web.relevant, len(gaps),
+                first, stats, log, rate = run(settings, env)
+                runs[name].append([name, len(first), rate, rate * len(first) / web.relevant,
+                                   len(politeness_violations(log, min_gap=DELAY)),
                                    stats.get("focus/dropped/tunnel", 0)])
         rows = []
         for name, _, _ in configs:
@@ -91,19 +96,12 @@ def bench_focus(quick: bool) -> None:
         breadth, oracle = rows[1][2], rows[-1][2]
         rows = [r + [r[2] / breadth if breadth else 0.0, r[2] / oracle if oracle else 0.0]
                 for r in rows]
+        focus = dict(configs[4][1])
         tunnel_rows = []
-        focus = dict(_configs(web, work / "web" / "web.json")[4][1])
         for depth in (0, 1, 2, 3, 5):
-            with RealWebServer(web.sites, workdir=work / f"tunnel{depth}", port=port) as server:
-                stats = crawl(server, {**focus, "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH": depth,
-                                       "CLOSESPIDER_PAGECOUNT": budget + budget // 4,
-                                       "CONCURRENT_REQUESTS": 16}, seeds, work,
-                              "-a", "allowed_domains=real.test")
-                log = [e for e in read_log(server.log_path) if e.path != "/robots.txt"]
-            first = sorted(log, key=lambda e: e.start)[:budget]
-            harvest = sum(web.labels.get(f"{e.host}{e.path}", False) for e in first)
-            tunnel_rows.append([depth, len(first), harvest / max(1, len(first)),
-                                harvest / web.relevant, stats.get("focus/dropped/tunnel", 0),
+            first, stats, _, rate = run({**focus, "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH": depth})
+            tunnel_rows.append([depth, len(first), rate, rate * len(first) / web.relevant,
+                                stats.get("focus/dropped/tunnel", 0),
                                 stats.get("finish_reason", "")])
         table(f"Focused crawling on a topical web of real pages ({total:,} pages on "
               f"{len(web.sites)} hosts, {web.relevant} on topic = {web.relevant / total:.3f}); "
@@ -115,22 +113,12 @@ def bench_focus(quick: bool) -> None:
         table("The focus strategy's tunnel depth (off-topic pages followed in a row), same web "
               "and budget", ["tunnel depth", "fetches", "harvest rate", "recall at budget",
                              "links dropped", "finish"], tunnel_rows)
-        # the words around a link: on and off, alternated, several runs each (one run's
-        # harvest moves by a few hundredths with the order responses come back in)
+        # the words around a link: on and off, alternated, several runs each
         harvests: dict[bool, list[float]] = {True: [], False: []}
-        for n in range(2 if quick else 5):
+        for _ in range(2 if quick else 5):
             for context in (True, False):
-                with RealWebServer(web.sites, workdir=work / f"context{n}{context}",
-                                   port=port) as server:
-                    crawl(server, {**focus, "CRAWLER_EXT_FOCUS_LINK_CONTEXT": context,
-                                   "CLOSESPIDER_PAGECOUNT": budget + budget // 4,
-                                   "CONCURRENT_REQUESTS": 16}, seeds, work,
-                          "-a", "allowed_domains=real.test")
-                    log = [e for e in read_log(server.log_path) if e.path != "/robots.txt"]
-                first = sorted(log, key=lambda e: e.start)[:budget]
                 harvests[context].append(
-                    sum(web.labels.get(f"{e.host}{e.path}", False) for e in first) /
-                    max(1, len(first)))
+                    run({**focus, "CRAWLER_EXT_FOCUS_LINK_CONTEXT": context})[3])
         table("The words around a link (CRAWLER_EXT_FOCUS_LINK_CONTEXT), same web and budget, "
               "alternated runs", ["links scored by", "harvest rate (median)", "runs"],
               [[label, statistics.median(harvests[context]),
