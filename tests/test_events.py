@@ -21,12 +21,12 @@ from urllib.parse import urlsplit
 import lxml.html
 import pytest
 from conftest import ROOT, free_port, run_crawl
-from warcio.archiveiterator import ArchiveIterator
 
 from crawler_ext.admission.urls import fingerprint_hex
 
 redis_lib = pytest.importorskip("redis")
 psycopg = pytest.importorskip("psycopg")
+from tests.consumers.fts import record_at, search  # noqa: E402 (it needs psycopg)
 
 REDIS_URL = "redis://127.0.0.1:6379/12"
 PG_DSN = "host=127.0.0.1 dbname=test user=postgres connect_timeout=5"
@@ -52,15 +52,6 @@ def _crawl_cmd(web, settings: dict) -> list[str]:
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     return cmd
-
-
-def _record_at(path: str, offset: int) -> tuple[str, str, bytes]:
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        record = next(iter(ArchiveIterator(fh)))
-        return (record.rec_headers.get_header("WARC-Record-ID"),
-                record.rec_headers.get_header("WARC-Target-URI"),
-                record.content_stream().read())
 
 
 def _consumer(stream: str, table: str, *extra: str) -> subprocess.CompletedProcess:
@@ -131,7 +122,7 @@ def test_redis_events_survive_a_kill_and_feed_a_postgres_index(testweb_factory,
         assert event["fingerprint"] == fingerprint_hex(event["canonical_url"])
         assert event["lane"] == "discovery" and float(event["fetched_at"]) > 0
         assert event["warc_record_id"] == event["event_id"] and event["warc_file"]
-        record_id, uri, body = _record_at(event["warc_file"], int(event["warc_offset"]))
+        record_id, uri, body = record_at(event["warc_file"], int(event["warc_offset"]))
         assert (record_id, uri) == (event["event_id"], event["url"])
         assert int(event["length"]) == len(body)
         if event["status"] == "200" and "html" in event["content_type"]:
@@ -160,8 +151,6 @@ def test_redis_events_survive_a_kill_and_feed_a_postgres_index(testweb_factory,
         if phrase:
             break
     assert phrase is not None
-    from tests.consumers.fts import search
-
     assert search(conn, table, phrase) == [only]
     conn.execute(f"DROP TABLE {table}, {table}_events")
     conn.commit()

@@ -53,16 +53,13 @@ class Sender:
             time.sleep(0.05)
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(max(1.0, self.sink_timeout()))
+        if self._thread is not None:  # (a send in progress ends within its timeouts)
+            self._thread.join(max(1.0, self.sink.timeout * 2))
         try:
             self.sink.close()
         except Exception:  # noqa: BLE001 - closing a broken connection
             pass
         return self.outbox.backlog()
-
-    def sink_timeout(self) -> float:
-        return float(getattr(self.sink, "timeout", 5.0)) * 2
 
     def _run(self) -> None:
         pause = 0.5

@@ -22,6 +22,8 @@ __all__ = ["EventSink", "JetStreamSink", "RedisStreamSink", "sink_for"]
 
 
 class EventSink(Protocol):
+    timeout: float  # seconds a call to the broker may take
+
     def send(self, lines: list[bytes]) -> None: ...
 
     def close(self) -> None: ...
@@ -46,6 +48,7 @@ class RedisStreamSink:
 
         self.stream = stream
         self.maxlen = maxlen
+        self.timeout = timeout
         self.client = redis.Redis.from_url(url, socket_timeout=timeout,
                                            socket_connect_timeout=timeout)
 

@@ -28,15 +28,21 @@ import redis
 from warcio.archiveiterator import ArchiveIterator
 
 
-def _text(warc_file: str, offset: int) -> tuple[str, str]:
-    """(title, text) of the HTML page in the response record at ``offset`` (a WARC file the
-    crawl still writes is named ``<warc_file>.open``)."""
+def record_at(warc_file: str, offset: int) -> tuple[str, str, bytes]:
+    """(record id, target URI, payload) of the WARC record at ``offset`` of ``warc_file`` (a
+    WARC file the crawl still writes is named ``<warc_file>.open``)."""
     path = warc_file if os.path.exists(warc_file) else warc_file + ".open"
     with open(path, "rb") as fh:
         fh.seek(offset)
         record = next(iter(ArchiveIterator(fh)))
-        body = record.content_stream().read()
-    doc = lxml.html.fromstring(body)
+        return (record.rec_headers.get_header("WARC-Record-ID"),
+                record.rec_headers.get_header("WARC-Target-URI"),
+                record.content_stream().read())
+
+
+def _text(warc_file: str, offset: int) -> tuple[str, str]:
+    """(title, text) of the HTML page in the response record at ``offset``."""
+    doc = lxml.html.fromstring(record_at(warc_file, offset)[2])
     for bad in doc.xpath("//script|//style"):
         bad.drop_tree()
     title = (doc.findtext(".//title") or "").strip()
