@@ -183,11 +183,10 @@ def test_memory_holds_heads_only(tmp_path: Path) -> None:
         f.done(e, Outcome(200, 0.0), now)
         f.complete([e.id])
         now += 1.0
-    in_memory = sum(len(q.head) for q in store._front) + \
-        sum(len(q.head) for lane in store._lanes for q in lane.values())
+    in_memory = store.held_in_memory()
     assert store.pending() == 20_000 - 100
     assert in_memory <= 3 * 8 + 50 * 8
-    assert len(store._puts) == 0 or len(store._puts) < 1_000  # committed as it goes
+    assert store.uncommitted() < 1_000  # committed as it goes
 
 
 def test_an_unknown_engine_is_refused() -> None:
@@ -225,7 +224,7 @@ def test_resuming_with_fewer_bands_is_refused_not_lossy(tmp_path: Path) -> None:
 def test_a_host_record_written_before_the_refresh_lane_is_read(tmp_path: Path) -> None:
     """Migration: a host record of the first format (one back-queue count) resumes: its host
     state is read, and the key's records are counted from the disk."""
-    from crawler_ext.frontier.disk import _HOST, _HOST_V1
+    from crawler_ext.frontier.diskformat import HOST, HOST_V1
 
     store = disk(tmp_path)
     f = make(store)
@@ -235,8 +234,8 @@ def test_a_host_record_written_before_the_refresh_lane_is_read(tmp_path: Path) -
     f.done(e, Outcome(200, 0.0), 0.0)  # its host record written: next allowed at 1.0
     store.flush()
     rows = dict(store.kv.scan(b"H", b"I", 10))
-    assert [len(v) for v in rows.values()] == [_HOST.size]
-    old = {k: _HOST_V1.pack(*_HOST.unpack(v)[:6]) for k, v in rows.items()}
+    assert [len(v) for v in rows.values()] == [HOST.size]
+    old = {k: HOST_V1.pack(*HOST.unpack(v)[:6]) for k, v in rows.items()}
     store.kv.write(old, set())
     store.close()
     again = disk(tmp_path)
@@ -331,7 +330,7 @@ def test_an_emptied_back_queue_serves_the_next_key(tmp_path: Path) -> None:
     out, now = [], 0.0
     while (e := f.next(now)) is not None:
         out.append(e.key)
-        for lane in store._lanes:
+        for lane in store._back.lanes:
             seen.update((id(q), q) for q in lane.values())
         f.done(e, Outcome(200, 0.0), now)
         f.complete([e.id])

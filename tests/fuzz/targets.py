@@ -150,7 +150,7 @@ def fuzz_warc(data: bytes) -> None:
 
 
 def fuzz_codec(data: bytes) -> None:
-    from crawler_ext.frontier.disk import _entry, _value
+    from crawler_ext.frontier.diskformat import entry_of as _entry, entry_value as _value
     from crawler_ext.frontier.storage import Entry
 
     if len(data) < 20:
