@@ -200,7 +200,7 @@ def _redis_memory(client, quick: bool) -> None:
                 host = f"h{i % hosts}.example.com"
                 url = f"http://{host}/section/{i // hosts}/page-{i}.html"
                 frontier.add([Entry(host, i % 3, b"U0\x00\x00" + url.encode(), fingerprint(url))])
-            frontier._exchange(*frontier._collect())
+            frontier.exchange_now()
         elapsed = time.perf_counter() - started
         used = client.info("memory")["used_memory"] - before
         rows.append([f"frontier, {shards} shard(s)", n, hosts, used / n, n / elapsed])
@@ -215,18 +215,17 @@ def _redis_memory(client, quick: bool) -> None:
         url = f"http://h{i}.example.com/"
         frontier.add([Entry(f"h{i}.example.com", 0, b"U0\x00\x00" + url.encode(),
                             fingerprint(url))])
-    frontier._exchange(*frontier._collect())
+    frontier.exchange_now()
     queued = client.info("memory")["used_memory"] - before
     rows.append(["frontier, one queued URL per host", h, h, queued / h, ""])
-    frontier.buffer = h
+    frontier.sync.buffer = h
     for _ in range(10):
-        frontier._exchanged(frontier._exchange(*frontier._collect()))
+        frontier.exchange_now()
     now = time.time()
-    for entry in list(frontier._ready):
-        frontier.done(entry[2], Outcome(200, 0.05), now)
-        frontier.complete([entry[2].id])
-    frontier._ready.clear()
-    frontier._exchanged(frontier._exchange(*frontier._collect()))
+    while (entry := frontier.next(now)) is not None:
+        frontier.done(entry, Outcome(200, 0.05), now)
+        frontier.complete([entry.id])
+    frontier.exchange_now()
     # (the allocator keeps freed memory: count what the keys hold)
     kept = sum(client.memory_usage(k, samples=0) for k in client.scan_iter(count=1000))
     rows.append(["host state after its fetches (per host)", 0, h, kept / h, ""])

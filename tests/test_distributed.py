@@ -167,30 +167,29 @@ def test_a_page_is_completed_only_after_the_links_it_found_were_queued(redis) ->
     a.add(links)
     a.complete([page.id])
     failing = shard_of(links[0].key, a.shards)
-    script = a._exchanger._script
+    script = a.exchanger.script
 
     def one_shard_fails(keys: list, args: list, client: Any) -> None:
-        if keys[0].startswith(a._tags[failing]) and int(args[4]):  # its pushes
+        if keys[0].startswith(a.tags[failing]) and int(args[4]):  # its pushes
             client.hincrby(keys[0], "x", "NaN")  # an error, in the shard's slot
         else:
             script(keys=keys, args=args, client=client)
 
-    a._exchanger._script = one_shard_fails
+    a.exchanger.script = one_shard_fails
     _exchange(a)
-    a._exchanger._script = script
-    queued = lambda: sum(int(redis.hlen(f"{tag}:e")) for tag in a._tags)
+    a.exchanger.script = script
+    queued = lambda: sum(int(redis.hlen(f"{tag}:e")) for tag in a.tags)
     assert queued() == 1 + 8 - sum(1 for e in links if shard_of(e.key, a.shards) == failing)
     _exchange(a)  # the failed shard's pushes, then the completion
-    assert queued() == 8 and a._remote == 8
+    assert queued() == 8 and a.shared_pending == 8
 
 
 def test_a_url_admitted_by_a_worker_killed_before_its_push_is_fetched(redis) -> None:
     """Through the frontier: the dead worker's admission (bits set, claim open, no push) does
     not hide the URL from the worker that finds it again."""
     lease_ttl = 1.0
-    dead, b = _frontier(redis, lease_ttl), _frontier(redis, lease_ttl)
     stats: dict = {}
-    b._stat = lambda name, value: stats.update({name: stats.get(name, 0) + value})
+    dead, b = _frontier(redis, lease_ttl), _frontier(redis, lease_ttl, stats=stats)
     for f in (dead, b):
         f.open()
     lost = _entry("h1", 1)
@@ -198,10 +197,10 @@ def test_a_url_admitted_by_a_worker_killed_before_its_push_is_fetched(redis) -> 
     b.add([lost, _entry("h1", 2)])
     _exchange(b)
     # h1/p/2 queued (and leased: in the local buffer too); the second look is pending work
-    assert b._remote == 1 and len(b._look_again) == 1 and b.pending() == 3
+    assert b.shared_pending == 1 and b.claims.looking_again() == 1 and b.pending() == 3
     time.sleep(lease_ttl + 0.1)
     _exchange(b)
-    assert b._remote == 2 and not b._look_again
+    assert b.shared_pending == 2 and not b.claims.looking_again()
     assert stats["dupefilter/redis/reclaimed"] == 1
     assert stats["dupefilter/redis/second_looks"] == 1
     assert stats["frontier/redis/pushed"] == 2
@@ -210,21 +209,24 @@ def test_a_url_admitted_by_a_worker_killed_before_its_push_is_fetched(redis) -> 
     assert dead.bloom.add_many([to_unsigned(other.fp)]) == [NEW]
     b.add([other])
     _exchange(b)
-    assert len(b._look_again) == 1
+    assert b.claims.looking_again() == 1
     b.close()
-    assert sum(int(redis.hlen(f"{tag}:e")) for tag in b._tags) == 3
+    assert sum(int(redis.hlen(f"{tag}:e")) for tag in b.tags) == 3
 
 
-def _frontier(redis, lease_ttl: float = 2.0, delay: float = 0.5) -> RedisFrontier:
+def _frontier(redis, lease_ttl: float = 2.0, delay: float = 0.5,
+              stats: dict | None = None) -> RedisFrontier:
+    """A worker over Redis (``stats``: a dict its stats are counted in)."""
+    on_stat = None if stats is None else \
+        (lambda name, value: stats.update({name: stats.get(name, 0) + value}))
     return RedisFrontier(redis, "t", PolitenessPolicy(min_delay=delay, max_delay=delay), [5, 2, 1],
-                         RedisBloom(redis, "t", 10_000), shards=4, lease_ttl=lease_ttl, buffer=8)
+                         RedisBloom(redis, "t", 10_000), shards=4, lease_ttl=lease_ttl, buffer=8,
+                         on_stat=on_stat)
 
 
 def _exchange(frontier: RedisFrontier) -> list[Entry]:
     """One exchange, synchronously; the entries leased by it."""
-    before = len(frontier._ready)
-    frontier._exchanged(frontier._exchange(*frontier._collect()))
-    return [e for _, _, e in sorted(frontier._ready)[before:]] if frontier._ready else []
+    return frontier.exchange_now()
 
 
 def _entry(host: str, n: int, band: int = 1) -> Entry:
@@ -241,7 +243,7 @@ def test_a_leased_host_is_fetched_by_one_worker_and_a_crashed_lease_returns(redi
     b.add([_entry("h1", 1)])  # the same URL from another worker: the seen set drops it
     _exchange(a)
     _exchange(b)
-    assert b._remote == 3
+    assert b.shared_pending == 3
     now = time.time()
     first = [a.next(now), a.next(now), a.next(now)]
     got_a = [entry_url(e.data) for e in first if e is not None]
@@ -262,7 +264,7 @@ def test_a_leased_host_is_fetched_by_one_worker_and_a_crashed_lease_returns(redi
     time.sleep(3.2)
     taken = _exchange(b)
     assert [entry_url(e.data) for e in taken] == ["http://h2/p/1"]
-    assert b._remote == 2  # h1/p/2 and h2/p/1 are still leased (by b)
+    assert b.shared_pending == 2  # h1/p/2 and h2/p/1 are still leased (by b)
 
 
 def test_a_worker_cut_off_from_redis_lets_its_leases_go_unfetched(redis) -> None:
@@ -276,7 +278,7 @@ def test_a_worker_cut_off_from_redis_lets_its_leases_go_unfetched(redis) -> None
     a = RedisFrontier(redis, "t", PolitenessPolicy(min_delay=0.5, max_delay=0.5), [5, 2, 1],
                       RedisBloom(redis, "t", 10_000), shards=4, lease_ttl=2.0, buffer=8,
                       on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
-    a._fence = LeaseFence(2.0, clock=lambda: clock[0])
+    a.fence = LeaseFence(2.0, clock=lambda: clock[0])
     b = _frontier(redis, 2.0)
     for f in (a, b):
         f.open()
@@ -287,7 +289,7 @@ def test_a_worker_cut_off_from_redis_lets_its_leases_go_unfetched(redis) -> None
     clock[0] += 1.0  # Redis silent for half the lease time (an exchange's answer never came)
     assert a.next(time.time()) is None
     assert stats["frontier/redis/leases_fenced"] == 1
-    assert a._states.keys() <= {taken[0].key} and len(a._held) == 1  # only the one in flight
+    assert a.leases.keys() <= {taken[0].key} and a.leases.held() == 1  # only the one in flight
     # the leases expire in Redis (a renewed none): b takes both, the one a let go among them
     time.sleep(2.2)
     assert sorted(e.key for e in _exchange(b)) == ["h1", "h2"]
@@ -329,7 +331,7 @@ def test_a_parked_key_waits_in_redis_and_holds_no_crawl_open(redis) -> None:
     _exchange(a)
     _exchange(b)
     assert _exchange(b) == []  # h1 waits 30 s, for every worker
-    assert a._remote == 2 and a.parked_pending(time.time()) == 2
+    assert a.shared_pending == 2 and a.parked_pending(time.time()) == 2
     assert a.pending() == a.parked_pending(time.time())  # nothing else: the crawl may end
     assert set(a.parked) == {"h1"}
 
@@ -382,7 +384,7 @@ def test_a_restarted_redis_is_noticed_and_trusted_with_nothing_from_before(
         _exchange(a)
         assert stats["frontier/redis/restarts"] == 1 and hooks.forgot == 1
         assert a.next(time.time()) is None  # the leases from before are let go
-        assert all(int(client.get(f"{tag}:id") or 0) >= Exchange.ID_JUMP for tag in a._tags)
+        assert all(int(client.get(f"{tag}:id") or 0) >= Exchange.ID_JUMP for tag in a.tags)
     finally:
         server.kill()
         server.wait()
@@ -443,9 +445,8 @@ def test_a_trap_patterns_cap_holds_across_workers(redis) -> None:
 def test_a_promotion_moves_the_shared_queued_entry_for_every_worker(redis) -> None:
     """A worker that admitted a URL and finds more links to it promotes it in Redis: the
     worker that leases the host next takes it before the entries queued ahead of it."""
-    a, b = _frontier(redis), _frontier(redis)
     stats: dict = {}
-    a._stat = lambda k, v: stats.update({k: stats.get(k, 0) + v})
+    a, b = _frontier(redis, stats=stats), _frontier(redis)
     for f in (a, b):
         f.open()
     a.add([_entry("h1", i, band=2) for i in range(1, 6)])
@@ -863,16 +864,16 @@ def test_completions_wait_until_a_replica_holds_the_pushes(cluster) -> None:
     try:
         _exchange(frontier)
         held = stats.get("frontier/redis/held_for_replicas", 0)
-        entries = sum(int(client.hlen(f"{tag}:e")) for tag in frontier._tags)
-        claims_open = len(frontier._confirm)
+        entries = sum(int(client.hlen(f"{tag}:e")) for tag in frontier.tags)
+        claims_open = frontier.claims.unconfirmed()
     finally:
         for proc in replicas:
             proc.send_signal(signal.SIGCONT)
     assert held == 1 and entries == 11 and claims_open == 10  # the page is still there
     cluster.wait_ok()
     _exchange(frontier)
-    assert sum(int(client.hlen(f"{tag}:e")) for tag in frontier._tags) == 10
-    assert frontier._confirm == [] and stats["frontier/redis/held_for_replicas"] == 1
+    assert sum(int(client.hlen(f"{tag}:e")) for tag in frontier.tags) == 10
+    assert frontier.claims.unconfirmed() == 0 and stats["frontier/redis/held_for_replicas"] == 1
     client.flushall()
     client.close()
 

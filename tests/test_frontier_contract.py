@@ -66,7 +66,7 @@ class Driver:
 
     def sync(self, frontier: FrontierBackend) -> None:
         if self.kind == "redis":
-            frontier._exchanged(frontier._exchange(*frontier._collect()))  # type: ignore[attr-defined]
+            frontier.exchange_now()  # type: ignore[attr-defined]
         else:
             frontier.flush()
 

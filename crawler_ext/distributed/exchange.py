@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crawler_ext.distributed.bloom import CLAIMED, SEEN
@@ -25,7 +26,8 @@ from crawler_ext.int64 import to_unsigned
 if TYPE_CHECKING:
     from crawler_ext.distributed.frontier import RedisFrontier
 
-__all__ = ["CLAIMED_PUSH", "LOOK_AGAIN", "Exchange", "Push", "ShardOps", "shard_of"]
+__all__ = ["CLAIMED_PUSH", "LOOK_AGAIN", "Asks", "Exchange", "Exchanged", "Push", "ShardOps",
+           "shard_of"]
 
 #: the seen-set check of an outbox entry: True (check), False (none), or one of these
 CLAIMED_PUSH = 2  # admitted (claimed): its claim in the seen set ends once its push is answered
@@ -85,6 +87,50 @@ class ShardOps:
         self.renew_keys: list[str] = []
 
 
+@dataclass
+class Asks:
+    """What an exchange asks besides its shards' operations."""
+
+    seeds: int = 0  # seeds to pop from the start-URLs list (and claim)
+    release_claim: bool = False  # the seeds claimed last time are pushed now: end the claim
+    reap: bool = False  # return expired leases of other workers to their queues
+    confirm: list[Claim] = field(default_factory=list)  # admissions' claims to end
+
+
+@dataclass
+class Exchanged:
+    """What an exchange answers (the frontier applies it on the reactor thread)."""
+
+    sent_at: float  # the fence's clock when it began
+    answered: list[int] = field(default_factory=list)  # shards that answered
+    # (key, entry id, record, key state, new URLs still queued for the key) leased now
+    taken: list[tuple[str, int, bytes, bytes, int]] = field(default_factory=list)
+    expired: int = 0  # leases of others found expired and returned
+    lost: int = 0  # this worker's leases that had expired (keys lost)
+    filtered: int = 0  # pushes the seen set knew
+    pushed: int = 0
+    reclaimed: int = 0  # seen, admitted by a worker that died before its push
+    wait: list[tuple[Entry, bool]] = field(default_factory=list)  # seen, claim open: 2nd look?
+    commands: int = 0
+    remote: dict[int, int] | None = field(default_factory=dict)  # shard -> entries queued
+    seeds: list[str] = field(default_factory=list)
+    seeds_waiting: int | None = None
+    failed: dict[int, ShardOps] = field(default_factory=dict)  # shards whose script failed
+    error: str | None = None
+    over: int = 0  # over the host budget
+    pover: int = 0  # over a trap pattern's cap
+    promoted: int = 0
+    confirm: list[Claim] = field(default_factory=list)  # claims' ends to send again
+    done_back: list[str] = field(default_factory=list)  # completions to send again
+    lagging: list[Any] = field(default_factory=list)  # nodes no replica caught up with yet
+    restarted: bool = False  # a server restarted or failed over
+    parked: dict[int, int] = field(default_factory=dict)  # shard -> entries of parked keys
+    gone: list[str] = field(default_factory=list)  # keys whose lease expired while held
+    dropped: int = 0  # completions not sent (a restart)
+    late_claims: int = 0
+    moved: set[int] = field(default_factory=set)  # shards whose server changed meanwhile
+
+
 class Exchange:
     """The thread side of a frontier's exchanges: its scripts, and what it knows of the
     servers (their identity)."""
@@ -101,9 +147,9 @@ class Exchange:
         self.host_budget = frontier.host_budget
         self.pattern_cap = frontier.pattern_cap
         self.refresh_share = frontier.refresh_share
-        self._tags = frontier._tags
-        self.clock = lambda: frontier._fence.now()  # (the fence a test may replace)
-        self._script = self.redis.register_script(_LUA_SYNC)
+        self._tags = frontier.tags
+        self.clock = lambda: frontier.fence.now()  # (the fence a test may replace)
+        self.script = self.redis.register_script(_LUA_SYNC)
         self._complete = self.redis.register_script(_LUA_DONE)
         self._claim = self.redis.register_script(_LUA_CLAIM)
         self._claim_keys = ([seeds_key, f"{{{seeds_key}}}:claims", f"{{{seeds_key}}}:claimed"]
@@ -125,10 +171,10 @@ class Exchange:
         args += op.release + op.renew + op.renew_keys
         for key, fp, band in op.promote:
             args += [key, fp, band]
-        self._script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
+        self.script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
 
-    def run(self, ops: dict[int, ShardOps], take: list[int], counts: dict[str, Any],
-                  final: bool = False) -> dict[str, Any]:
+    def run(self, ops: dict[int, ShardOps], take: list[int], asks: Asks,
+            final: bool = False) -> Exchanged:
         """Runs in a thread: a pipelined round trip (after one to the seen set when links need
         it), then, once its pushes were answered, one with the completions and the seen set's
         claims of those pushes: on a cluster one pipeline reaches the nodes one by one, and a
@@ -145,8 +191,8 @@ class Exchange:
         restarted = bool(changed)
         dropped = 0
         if restarted:
-            dropped, confirm = self._distrust(changed, ops, counts.get("confirm") or [])
-            counts = {**counts, "confirm": confirm}
+            dropped, confirm = self._distrust(changed, ops, asks.confirm)
+            asks = replace(asks, confirm=confirm)
         commands = 0  # in the pipeline below
         seen_commands = 0
         filtered = 0
@@ -173,16 +219,16 @@ class Exchange:
                            if item.check is True or item.check == LOOK_AGAIN else item
                            for item in op.push if id(item) not in rejected]
         pipe = self.redis.pipeline(transaction=False)
-        shards = range(self.shards) if any(take) or counts.get("reap") else list(ops)
+        shards = range(self.shards) if any(take) or asks.reap else list(ops)
         for n in shards:
-            self._call(pipe, n, ops.get(n) or ShardOps(), take, int(counts.get("reap", 0)))
+            self._call(pipe, n, ops.get(n) or ShardOps(), take, int(asks.reap))
             commands += 1
-        if counts.get("release_claim"):  # after the push of the seeds' entries above
+        if asks.release_claim:  # after the push of the seeds' entries above
             pipe.hdel(self._claim_keys[1], self.worker)
             pipe.zrem(self._claim_keys[2], self.worker)
             commands += 2
-        if counts.get("seeds"):
-            self._claim(keys=self._claim_keys, args=[counts["seeds"], self.worker,
+        if asks.seeds:
+            self._claim(keys=self._claim_keys, args=[asks.seeds, self.worker,
                                                      self.lease_ttl], client=pipe)
             commands += 1
         seeds_at = commands - 1
@@ -191,62 +237,57 @@ class Exchange:
         results = pipe.execute(raise_on_error=False) if commands else []
         # a cluster node whose writes no replica holds yet (DirectPipeline.lagging)
         lagging = list(getattr(pipe, "lagging", ()))
-        out: dict[str, Any] = {"sent_at": sent_at, "answered": [], "taken": [], "expired": 0,
-                               "lost": 0, "filtered": filtered,
-                               "pushed": len(pushes) - filtered - len(wait),
-                               "reclaimed": reclaimed, "wait": wait,
-                               "commands": commands + seen_commands,
-                               "remote": {}, "seeds": [], "seeds_waiting": None,
-                               "failed": {}, "error": None, "over": 0, "pover": 0,
-                               "promoted": 0, "confirm": [], "done_back": [],
-                               "lagging": lagging, "restarted": restarted, "parked": {},
-                               "gone": [],
-                               "dropped": dropped, "late_claims": 0}
+        out = Exchanged(sent_at=sent_at, filtered=filtered,
+                        pushed=len(pushes) - filtered - len(wait), reclaimed=reclaimed,
+                        wait=wait, commands=commands + seen_commands, lagging=lagging,
+                        restarted=restarted, dropped=dropped)
+        remote: dict[int, int] = {}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
-                out["failed"][n] = ops.get(n) or ShardOps()
-                out["error"] = f"{type(result).__name__}: {result}"
-                out["pushed"] -= len(out["failed"][n].push)
+                out.failed[n] = ops.get(n) or ShardOps()
+                out.error = f"{type(result).__name__}: {result}"
+                out.pushed -= len(out.failed[n].push)
                 continue
-            out["answered"].append(n)
+            out.answered.append(n)
             outstanding, expired, lost, taken, over, pover, promoted, parked, gone = result
-            out["gone"] += [key.decode("utf-8", "surrogatepass") for key in gone]
-            out["parked"][n] = int(parked)
-            out["promoted"] += int(promoted)
-            out["over"] += int(over)
-            out["pover"] += int(pover)
-            out["pushed"] -= int(over) + int(pover)
-            out["remote"][n] = int(outstanding)
-            out["expired"] += int(expired)
-            out["lost"] += int(lost)
+            out.gone += [key.decode("utf-8", "surrogatepass") for key in gone]
+            out.parked[n] = int(parked)
+            out.promoted += int(promoted)
+            out.over += int(over)
+            out.pover += int(pover)
+            out.pushed -= int(over) + int(pover)
+            remote[n] = int(outstanding)
+            out.expired += int(expired)
+            out.lost += int(lost)
             for i in range(0, len(taken), 5):
                 key = taken[i].decode("utf-8", "surrogatepass")
                 rid = int(taken[i + 1])
-                out["taken"].append((key, rid * self.shards + n, taken[i + 2], taken[i + 3],
-                                     int(taken[i + 4])))
+                out.taken.append((key, rid * self.shards + n, taken[i + 2], taken[i + 3],
+                                  int(taken[i + 4])))
+        out.remote = remote
         # asked again before completions and claims' ends go out: a failover (or restart)
         # during this exchange, which the client rode out by itself, moved its pushes
-        confirm = counts.get("confirm") or []
+        confirm = asks.confirm
         second = confirm or any(op.done or any(item.check == CLAIMED_PUSH for item in op.push)
                                 for op in ops.values())
         again = server_identity(self.redis, self._tags) if second else identity
         moved = {n for n in range(self.shards) if again[n] != identity[n]}
         if moved:
             self._identity = again
-            out["restarted"] = True
+            out.restarted = True
             more, confirm = self._distrust(moved, ops, confirm)
-            out["dropped"] += more
-        out["moved"] = moved
+            out.dropped += more
+        out.moved = moved
         self._after_pushes(ops, confirm, out)
-        if counts.get("seeds") and not isinstance(results[seeds_at], Exception):
+        if asks.seeds and not isinstance(results[seeds_at], Exception):
             popped, waiting, claims = results[seeds_at]
-            out["seeds"] = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s
-                            for s in (popped or [])]
-            out["seeds_waiting"] = int(waiting) + int(claims)
-        if not results or len(shards) < self.shards or out["failed"]:
-            out["remote"] = None if final else out["remote"]
-        if final and out["failed"]:
-            raise RuntimeError(out["error"])
+            out.seeds = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s
+                         for s in (popped or [])]
+            out.seeds_waiting = int(waiting) + int(claims)
+        if not results or len(shards) < self.shards or out.failed:
+            out.remote = None if final else out.remote
+        if final and out.failed:
+            raise RuntimeError(out.error)
         return out
 
     def _distrust(self, shards: set[int], ops: dict[int, ShardOps],
@@ -270,24 +311,24 @@ class Exchange:
             self.redis.incrby(f"{self._tags[n]}:id", self.ID_JUMP)
 
     def _after_pushes(self, ops: dict[int, ShardOps], confirm: list[Claim],
-                      out: dict[str, Any]) -> None:
+                      out: Exchanged) -> None:
         """The second round trip: completions, if every shard took its pushes (else they
         wait: the page's links may be in the one that failed), and the ends of the claims of
         the admissions pushed now and before.  What fails goes with the next exchange."""
         confirm = confirm + [(to_unsigned(item.entry.fp), n, item.claimed_at)
                              for n, op in ops.items()
-                             if n not in out["failed"] and n not in out["moved"]
+                             if n not in out.failed and n not in out.moved
                              for item in op.push if item.check == CLAIMED_PUSH]
-        dones = {n: op.done for n, op in ops.items() if op.done and n not in out["failed"]}
-        if out["failed"] or out["lagging"]:
+        dones = {n: op.done for n, op in ops.items() if op.done and n not in out.failed}
+        if out.failed or out.lagging:
             # the failed shards' completions return with their other work; and while a
             # node's writes are on its primary alone, a failover could lose pushes whose
             # source pages were completed, or whose claims ended (in the seen set, on other
             # nodes): neither is sent until a replica holds the writes
-            out["done_back"] = [member for members in dones.values() for member in members]
+            out.done_back = [member for members in dones.values() for member in members]
             dones = {}
-        if out["lagging"]:
-            out["confirm"] = confirm
+        if out.lagging:
+            out.confirm = confirm
             confirm = []
         pipe = self.redis.pipeline(transaction=False)
         for n, members in dones.items():
@@ -301,20 +342,20 @@ class Exchange:
             results = pipe.execute(raise_on_error=False)
         except Exception as exc:  # noqa: BLE001 - Redis gone between the two round trips
             results = [exc] * commands
-        out["commands"] += commands
+        out.commands += commands
         for (n, members), result in zip(dones.items(), results):
             if isinstance(result, Exception):
-                out["done_back"] += members
-                out["error"] = f"{type(result).__name__}: {result}"
-            elif out["remote"] is not None:
-                out["remote"][n] = int(result)
+                out.done_back += members
+                out.error = f"{type(result).__name__}: {result}"
+            elif out.remote is not None:
+                out.remote[n] = int(result)
         if any(isinstance(result, Exception) for result in results[len(dones):]):
-            out["confirm"] = confirm
-            out["error"] = out["error"] or "the seen set's claims could not be ended"
+            out.confirm = confirm
+            out.error = out.error or "the seen set's claims could not be ended"
         elif self.bloom is not None:
             # a claim ended later than the claims' time after it was taken (this worker was
             # stalled or cut off, or a node held its writes): another worker may have found
             # it stale and admitted the URL again, and the page is fetched twice
             now = self.clock()
-            out["late_claims"] = sum(1 for _, _, at in confirm
+            out.late_claims = sum(1 for _, _, at in confirm
                                      if now - at > self.bloom.claim_ttl)
