@@ -51,8 +51,10 @@ class Driver:
                                                       refresh_share=share)
         else:
             frontier = Frontier(self.store(), policy, WEIGHTS, refresh_share=share)
+            frontier.open()
+            frontier.recover()  # (journaled: the local backends)
+            return frontier
         frontier.open()
-        frontier.recover()
         return frontier
 
     def store(self) -> FrontierStore:

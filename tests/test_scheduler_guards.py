@@ -55,8 +55,8 @@ def make(tmp_path: Path, **kwargs) -> tuple[FrontierScheduler, list[str]]:
     signals.connect(lambda **_: calls.append("frontier_commit"), signal=frontier_commit,
                     weak=False)
     crawler = SimpleNamespace(signals=signals)  # no engine: every response is processed
-    sched = FrontierScheduler(frontier, RecordingSeen(calls), DefaultStrategy(Scorer(3)), crawler=crawler,
-                              **kwargs)
+    sched = FrontierScheduler(frontier, RecordingSeen(calls), DefaultStrategy(Scorer(3)),
+                              journal=frontier, crawler=crawler, **kwargs)  # (a durable store)
     sched.spider = Spider("t")
     return sched, calls
 

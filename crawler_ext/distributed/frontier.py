@@ -72,8 +72,9 @@ logger = logging.getLogger(__name__)
 
 
 class RedisFrontier:
-    """A worker's view of the shared frontier: the :class:`Frontier` interface over Redis,
-    in parts -- what it sends (:class:`~crawler_ext.distributed.outbox.Outbox`), what it
+    """A worker's view of the shared frontier: the frontier contract over Redis, shared
+    (``contract.SharedFrontier``; Redis is the durable store, the leases of a crashed worker
+    expire: nothing to recover or replay here), in parts -- what it sends (:class:`~crawler_ext.distributed.outbox.Outbox`), what it
     leased (:class:`~crawler_ext.distributed.leases.LeaseBook`), its open claims
     (:class:`~crawler_ext.distributed.claims.Claims`), and its exchanges
     (:class:`~crawler_ext.distributed.sync.Sync` on the reactor,
@@ -163,9 +164,6 @@ class RedisFrontier:
         """Move the queued entry to a better band, in Redis, for every worker: sent with the
         next exchange (a URL already taken is not found there; nothing happens)."""
         return self.outbox.promote(fp, band)
-
-    def recover(self) -> int:
-        return 0  # Redis is the durable store; leases of a crashed worker expire
 
     def next(self, now: float, gate: Gate | None = None) -> Entry | None:
         leases = self.leases
@@ -296,12 +294,6 @@ class RedisFrontier:
 
     def band_sizes(self) -> list[int] | None:
         return None  # the bands live in Redis, spread over shards
-
-    def admitted_since(self, mark: int) -> tuple[list[int], int]:
-        return [], mark
-
-    def admitted_mark(self) -> int:
-        return 0
 
     def flush(self) -> None:
         """Start an exchange with Redis in a thread (unless one is still running)."""

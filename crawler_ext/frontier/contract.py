@@ -24,12 +24,13 @@ then band, then arrival; across keys, the bands (weighted, none starves) decide.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 
-__all__ = ["FrontierBackend", "FrontierHooks", "FrontierStore", "Gate", "SharedLogPort"]
+__all__ = ["FrontierBackend", "FrontierHooks", "FrontierParts", "FrontierStore", "Gate",
+           "JournaledFrontier", "SharedFrontier", "SharedLogPort"]
 
 #: A gate looks at the entry about to be dispatched and answers: the entry itself (go), a
 #: substitute entry to dispatch first (a prerequisite such as robots.txt; the entry waits),
@@ -63,8 +64,6 @@ class FrontierBackend(Protocol):
 
     #: keys asked to wait past the backoff cap -> until when (they do not hold the crawl open)
     parked: dict[str, float]
-    #: an idle crawl waits for seeds pushed from outside (distributed mode)
-    wait_for_seeds: bool
     #: keys' own floors on their delay (a DOWNLOAD_SLOTS delay, an operator's: KeyControls)
     key_floors: dict[str, float]
     #: inspect_key reads a server (a shared frontier): call it from a thread
@@ -73,16 +72,10 @@ class FrontierBackend(Protocol):
 
     # -- lifecycle --------------------------------------------------------------------------
     def open(self) -> None: ...
-    def recover(self) -> int:
-        """Route again what a durable backend held at the last stop; how many entries."""
     def flush(self) -> None:
         """Commit what is pending (journal, shared store); renew and reclaim leases."""
     def close(self, commit: bool = True) -> None:
         """``commit=False``: a disk filled up; nothing pending is called done."""
-
-    # -- the admission journal (replayed into the seen set after its last snapshot) ---------
-    def admitted_since(self, mark: int) -> tuple[list[int], int]: ...
-    def admitted_mark(self) -> int: ...
 
     # -- entries ----------------------------------------------------------------------------
     def add(self, entries: list[Entry], check_seen: bool = True) -> None: ...
@@ -128,14 +121,43 @@ class FrontierBackend(Protocol):
         refreshes at the refresh share of its rate while they do, at the whole rate when
         they do not."""
 
-    # -- distributed mode (no-ops for a local frontier) -------------------------------------
+
+
+class JournaledFrontier(Protocol):
+    """A capability: a frontier kept in this process' job directory (the local backends)
+    routes again what it held at the last stop, and journals its admissions, which are
+    replayed into the seen set after the seen set's last snapshot."""
+
+    def recover(self) -> int:
+        """Route again what was held at the last stop; how many entries."""
+    def admitted_since(self, mark: int) -> tuple[list[int], int]:
+        """Fingerprints admitted after journal position ``mark``, and the last position."""
+    def admitted_mark(self) -> int: ...
+
+
+class SharedFrontier(Protocol):
+    """A capability: a frontier shared with other workers (Redis) calls the scheduler back,
+    keeps logs and counts every worker reads, and sums the workers' stats."""
+
+    #: an idle crawl waits for seeds pushed from outside
+    wait_for_seeds: bool
+
     def attach(self, hooks: FrontierHooks) -> None: ...
     def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
-                   on_stat: Callable[[str, float], None]) -> SharedLogPort | None:
-        """A log every worker reads (learned rules), or None when the frontier is local."""
-    def shared_counts(self, name: str) -> SharedCountsPort | None:
-        """Counts per key summed over the workers (requests), or None when local."""
+                   on_stat: Callable[[str, float], None]) -> SharedLogPort:
+        """A log every worker reads (learned rules, operator actions)."""
+    def shared_counts(self, name: str) -> SharedCountsPort:
+        """Counts per key summed over the workers (requests)."""
     def publish_stats(self, stats: dict[str, Any]) -> None: ...
+
+
+class FrontierParts(NamedTuple):
+    """A frontier and its capabilities, chosen once, where it is built (the adapter's
+    factory): the same object, or None where it lacks one."""
+
+    frontier: FrontierBackend
+    journal: JournaledFrontier | None = None
+    shared: SharedFrontier | None = None
 
 
 class SharedCountsPort(Protocol):

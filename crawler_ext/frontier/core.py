@@ -14,7 +14,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from crawler_ext.frontier.contract import FrontierHooks, FrontierStore, Gate
+from crawler_ext.frontier.contract import FrontierStore, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.recent import RecentMap
@@ -107,9 +107,9 @@ def key_report(store: FrontierStore, key: str, active: set[str],
 
 
 class Frontier:
-    """The frontier contract (``contract.FrontierBackend``) in one process, over a store."""
+    """The frontier contract (``contract.FrontierBackend``) in one process, over a store; over a
+    durable store, journaled too (``contract.JournaledFrontier``)."""
 
-    wait_for_seeds = False
     inspect_blocks = False
 
     def __init__(self, store: FrontierStore, policy: PolitenessPolicy,
@@ -160,20 +160,6 @@ class Frontier:
 
     def admitted_mark(self) -> int:
         return self.store.admitted_mark()
-
-    # -- distributed mode: nothing to share in one process ----------------------------------
-    def attach(self, hooks: FrontierHooks) -> None:
-        pass
-
-    def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
-                   on_stat: Callable[[str, float], None]) -> Any:
-        return None
-
-    def shared_counts(self, name: str) -> Any:
-        return None
-
-    def publish_stats(self, stats: dict[str, Any]) -> None:
-        pass
 
     # -- admission -------------------------------------------------------------------------
     def add_delayed(self, entries: list[Entry], due: float) -> None:

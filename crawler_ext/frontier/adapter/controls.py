@@ -28,7 +28,8 @@ from twisted.internet import threads
 from crawler_ext.frontier.adapter.engine import EngineHandle, engine_of
 from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.adapter.robotsgate import RobotsGate
-from crawler_ext.frontier.contract import FrontierBackend, SharedCountsPort, SharedLogPort
+from crawler_ext.frontier.contract import (FrontierBackend, SharedCountsPort, SharedFrontier,
+                                           SharedLogPort)
 from crawler_ext.frontier.controls import KEPT_OPS, KEY_OPS, KeyControls
 from crawler_ext.frontier.politeness import delay_rule
 
@@ -41,12 +42,14 @@ SHARE_INTERVAL = 1.0  # seconds between two syncs of a shared crawl's requests p
 
 
 class ControlBook:
-    def __init__(self, controls: KeyControls, frontier: FrontierBackend, engine: EngineHandle,
+    def __init__(self, controls: KeyControls, frontier: FrontierBackend,
+                 shared: SharedFrontier | None, engine: EngineHandle,
                  robots: RobotsGate | None, requests: StoredRequests,
                  inc: Callable[..., None], jobdir: str | None = None) -> None:
         self.controls = controls
         self.requests = requests  # (the queue head's URLs)
         self.frontier = frontier
+        self.shared = shared  # the frontier, when shared with other workers
         self.engine = engine
         self.robots = robots
         self._inc = inc
@@ -73,14 +76,14 @@ class ControlBook:
         if replayed:
             logger.info("Control: %d operator actions replayed from %s", replayed,
                         self.journal)
-        self.log = self.frontier.shared_log("control", self.from_others, self._stat)
-        if self.log is not None:
-            self.log.start()
-        self.counts = self.frontier.shared_counts("requests")
-        if self.counts is not None:  # requests per key over the workers: budgets, the API
-            self.controls.shared = {}
-            self._loop = create_looping_call(self._share)
-            self._loop.start(SHARE_INTERVAL, now=False)
+        if self.shared is None:
+            return
+        self.log = self.shared.shared_log("control", self.from_others, self._stat)
+        self.log.start()
+        self.counts = self.shared.shared_counts("requests")
+        self.controls.shared = {}  # requests per key over the workers: budgets, the API
+        self._loop = create_looping_call(self._share)
+        self._loop.start(SHARE_INTERVAL, now=False)
 
     def close(self) -> None:
         if self.log is not None:

@@ -27,7 +27,7 @@ from crawler_ext.frontier.adapter.inflight import InFlight
 from crawler_ext.frontier.adapter.intake import Intake
 from crawler_ext.frontier.adapter.keys import PolitenessKeys
 from crawler_ext.frontier.adapter.requests import StoredRequests
-from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.contract import FrontierBackend, JournaledFrontier
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.seen import SeenSet
 from crawler_ext.signals import frontier_commit
@@ -41,11 +41,13 @@ STORAGE_ERRORS = (OSError, sqlite3.Error)
 
 
 class Durability:
-    def __init__(self, frontier: FrontierBackend, seen: SeenSet, inflight: InFlight,
+    def __init__(self, frontier: FrontierBackend, journal: JournaledFrontier | None,
+                 seen: SeenSet, inflight: InFlight,
                  intake: Intake, keys: PolitenessKeys, requests: StoredRequests,
                  blocklist: Blocklist, engine: EngineHandle, crawler: Any,
                  flush_counts: Callable[[], None]) -> None:
         self.frontier = frontier
+        self.journal = journal  # the frontier, when it journals here (None: nothing to replay)
         self.seen = seen
         self.inflight = inflight
         self.intake = intake
@@ -63,8 +65,10 @@ class Durability:
         what the seen set's ``open`` returned."""
         result = self.seen.open()
         self.frontier.open()
-        recovered = self.frontier.recover()
-        fps, mark = self.frontier.admitted_since(self.seen.mark)
+        if self.journal is None:
+            return result
+        recovered = self.journal.recover()
+        fps, mark = self.journal.admitted_since(self.seen.mark)
         self.seen.replay(fps, mark)
         if fps:
             logger.info("Seen set: replayed %d admissions journalled after its snapshot",
@@ -126,7 +130,7 @@ class Durability:
             return
         try:
             self.frontier.flush()
-            self.seen.snapshot(self.frontier.admitted_mark())
+            self.seen.snapshot(self.journal.admitted_mark() if self.journal is not None else 0)
         except STORAGE_ERRORS as exc:
             self.storage_error(exc)
 
@@ -142,7 +146,7 @@ class Durability:
             self.seen.flush()
         except STORAGE_ERRORS as exc:
             self.storage_error(exc)
-        self.seen.mark = self.frontier.admitted_mark()
+        self.seen.mark = self.journal.admitted_mark() if self.journal is not None else 0
 
     def storage_error(self, exc: BaseException) -> None:
         """The journal or the seen set could not be written: a full disk stops the crawl."""

@@ -14,7 +14,7 @@ from scrapy.utils.job import job_dir
 
 from crawler_ext import config
 from crawler_ext.admission import AdmissionRules
-from crawler_ext.frontier.contract import FrontierBackend, FrontierStore
+from crawler_ext.frontier.contract import FrontierParts, FrontierStore
 from crawler_ext.frontier.core import Frontier
 from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import make_engine
@@ -34,17 +34,17 @@ __all__ = ["SHARED_BACKENDS", "admission_rules", "make_frontier", "make_robots",
 logger = logging.getLogger("crawler_ext.frontier.adapter.scheduler")
 
 #: the frontier backends shared by many workers, by ``CRAWLER_EXT_FRONTIER_BACKEND``: a
-#: function ``(crawler, policy, band weights, refresh share) -> FrontierBackend`` named by its
+#: function ``(crawler, policy, band weights, refresh share) -> a shared frontier`` named by its
 #: dotted path, as Scrapy names its components (the distributed package builds on the
 #: frontier, not the other way round)
 SHARED_BACKENDS = {"redis": "crawler_ext.distributed.factory.make_redis_frontier"}
 
 
 def make_frontier(crawler: Crawler, refresh_share: float,
-                  best_first: bool = False) -> FrontierBackend:
-    """The frontier backend; ``refresh_share``: the strategy's share of refreshes;
-    ``best_first``: the strategy routes best-first (a key's back queue one entry at a time;
-    the local backends only)."""
+                  best_first: bool = False) -> FrontierParts:
+    """The frontier backend and its capabilities; ``refresh_share``: the strategy's share of
+    refreshes; ``best_first``: the strategy routes best-first (a key's back queue one entry at
+    a time; the local backends only)."""
     get = lambda name: config.get(crawler.settings, name)
     weights = config.band_weights(crawler.settings)
     policy = PolitenessPolicy(
@@ -58,16 +58,19 @@ def make_frontier(crawler: Crawler, refresh_share: float,
     if shared is not None:
         from scrapy.utils.misc import load_object
 
-        return load_object(shared)(crawler, policy, weights, refresh_share)
+        backend = load_object(shared)(crawler, policy, weights, refresh_share)
+        return FrontierParts(backend, journal=None, shared=backend)
     stats: Any = crawler.stats
-    return Frontier(
-        make_store(crawler.settings, get("CRAWLER_EXT_FRONTIER_BANDS")), policy, weights,
+    store = make_store(crawler.settings, get("CRAWLER_EXT_FRONTIER_BANDS"))
+    frontier = Frontier(
+        store, policy, weights,
         max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
         max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
         on_stat=lambda name, value: stats.inc_value(name, value),
         refresh_share=refresh_share,
         best_first=best_first,
     )
+    return FrontierParts(frontier, journal=frontier if store.durable else None)
 
 
 def make_strategy(crawler: Crawler) -> CrawlingStrategy:
@@ -131,9 +134,9 @@ def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
     jobdir = job_dir(s)
     get = lambda name: config.get(s, name)
     strategy = make_strategy(crawler)
+    parts = make_frontier(crawler, strategy.refresh_share, getattr(strategy, "best_first", False))
     return {
-        "frontier": make_frontier(crawler, strategy.refresh_share,
-                                  getattr(strategy, "best_first", False)),
+        "frontier": parts.frontier, "journal": parts.journal, "shared": parts.shared,
         "dupefilter": build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler),
         "strategy": strategy,
         "admission": Admission(admission_rules(s),

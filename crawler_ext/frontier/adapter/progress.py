@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from crawler_ext.frontier.adapter.inflight import InFlight
-from crawler_ext.frontier.contract import FrontierBackend
+from crawler_ext.frontier.contract import FrontierBackend, SharedFrontier
 
 __all__ = ["Progress"]
 
@@ -17,9 +17,11 @@ logger = logging.getLogger("crawler_ext.frontier.adapter.scheduler")
 
 
 class Progress:
-    def __init__(self, frontier: FrontierBackend, inflight: InFlight, stats: Any,
-                 interval: float, flush_counts: Callable[[], None]) -> None:
+    def __init__(self, frontier: FrontierBackend, shared: SharedFrontier | None,
+                 inflight: InFlight, stats: Any, interval: float,
+                 flush_counts: Callable[[], None]) -> None:
         self.frontier = frontier
+        self.shared = shared  # the frontier, when shared: its workers' stats summed at close
         self.inflight = inflight
         self.stats = stats
         self.interval = interval
@@ -58,4 +60,5 @@ class Progress:
                         "longer than CRAWLER_EXT_POLITENESS_BACKOFF_MAX, or their robots.txt "
                         "failed and waits for its retry): %s",
                         len(frontier.parked), parked, ", ".join(sorted(frontier.parked)[:20]))
-        frontier.publish_stats(self.stats.get_stats())
+        if self.shared is not None:
+            self.shared.publish_stats(self.stats.get_stats())

@@ -40,7 +40,8 @@ from crawler_ext.frontier.adapter.keys import PolitenessKeys
 from crawler_ext.frontier.adapter.progress import Progress
 from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, RobotsGate, allow_all
-from crawler_ext.frontier.contract import FrontierBackend, SharedLogPort
+from crawler_ext.frontier.contract import (FrontierBackend, JournaledFrontier, SharedFrontier,
+                                           SharedLogPort)
 from crawler_ext.frontier.controls import KeyControls
 from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.lag import LagProbe, ServerLatency
@@ -72,6 +73,8 @@ class FrontierScheduler(BaseScheduler):
         frontier: FrontierBackend,
         dupefilter: Any,
         strategy: CrawlingStrategy,
+        journal: JournaledFrontier | None = None,
+        shared: SharedFrontier | None = None,
         admission: Admission | None = None,
         stats: Any = None,
         crawler: Crawler | None = None,
@@ -86,6 +89,7 @@ class FrontierScheduler(BaseScheduler):
         dns_prefetch: bool = False,
     ) -> None:
         self.frontier = frontier
+        self.shared = shared  # the frontier, when shared with other workers (None: local)
         self.df: SeenSet = as_seen_set(dupefilter)  # the seen set, whatever DUPEFILTER_CLASS is
         self.strategy = strategy
         self.admission = admission or Admission()
@@ -97,8 +101,8 @@ class FrontierScheduler(BaseScheduler):
         # the parts, in dependency order; what flows back up goes through the events port
         self.engine = EngineHandle(crawler)  # waking it, what it still processes, signals
         self.events = FrontierEvents(self.engine)
-        self._rules_log: SharedLogPort | None = frontier.shared_log(
-            "rules", self.events.rules_from_others, self._stat)
+        self._rules_log: SharedLogPort | None = shared.shared_log(
+            "rules", self.events.rules_from_others, self._stat) if shared is not None else None
         # spellings with a learned parameter get another canonical form: forget known ones
         self.learning = RuleLearning(self.admission, learn_min_evidence, rules_path,
                                      on_learned=self.events.rules_learned, inc=self._inc)
@@ -124,7 +128,8 @@ class FrontierScheduler(BaseScheduler):
                              _request_fingerprinter(crawler), self.controls)
         self.events.bind(self.intake, self.learning)
         self.hooks = SharedHooks(self.intake, self.robots, self.engine, self._inc)
-        frontier.attach(self.hooks)  # a shared frontier calls wake(), seeds(), robots_import()
+        if shared is not None:  # it calls wake(), seeds(), robots_import()
+            shared.attach(self.hooks)
         self.lag = LagProbe(time.time)  # the reactor's own lag, kept out of response times
         self.server_latency = ServerLatency(self.lag)
         self.inflight = InFlight(frontier, self.robots, self.server_latency, time.time,
@@ -134,13 +139,13 @@ class FrontierScheduler(BaseScheduler):
         self.dispatch = Dispatcher(frontier, self.robots, self.blocklist, self.requests,
                                    self.admission, self.inflight, strategy,
                                    self._inc, stats, self.controls)
-        self.control_book = ControlBook(self.controls, frontier, self.engine, self.robots,
-                                        self.requests, self._inc,
+        self.control_book = ControlBook(self.controls, frontier, shared, self.engine,
+                                        self.robots, self.requests, self._inc,
                                         job_dir(settings) if settings is not None else None)
-        self.durability = Durability(frontier, self.df, self.inflight, self.intake, self.keys,
-                                     self.requests, self.blocklist, self.engine, crawler,
+        self.durability = Durability(frontier, journal, self.df, self.inflight, self.intake,
+                                     self.keys, self.requests, self.blocklist, self.engine, crawler,
                                      self._flush_counts)
-        self.figures = Progress(frontier, self.inflight, stats, log_interval,
+        self.figures = Progress(frontier, shared, self.inflight, stats, log_interval,
                                 self._flush_counts)
         self._loops: list[Any] = []
 
@@ -179,7 +184,7 @@ class FrontierScheduler(BaseScheduler):
             sig.connect(self._storage_failed, signal=storage_failed)
             sig.connect(self._response_downloaded, signal=signals.response_downloaded)
             sig.connect(self._request_left_downloader, signal=signals.request_left_downloader)
-            if self.frontier.wait_for_seeds:
+            if self.shared is not None and self.shared.wait_for_seeds:
                 sig.connect(self.hooks.keep_waiting, signal=signals.spider_idle)
             sig.send_catch_log(frontier_opened, progress=self.figures.now,
                                refuse_known=self.refuse_known,
