@@ -1,4 +1,5 @@
-"""Scrapy requests as the frontier's entries hold them (the formats: ``crawler_ext.frontier.entries``).
+"""Scrapy requests as the frontier's entries hold them (the records and their one codec:
+``crawler_ext.frontier.entries``).
 
 A plain GET (default callback; no body, cookies, or headers but Referer; no meta beyond
 depth) -- what a link-following spider yields -- is stored as
@@ -9,14 +10,14 @@ restart).
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-from crawler_ext.frontier.entries import CHAIN, LINK, REQUEST, entry_url
+from crawler_ext.frontier.entries import (CHAIN, LINK, RequestRecord, decode, decode_link, encode,
+                                          encode_link, entry_url, kind_of)
 
 __all__ = ["CHAIN", "decode_request", "encode_plain", "encode_request", "entry_url", "is_plain",
            "peek"]
@@ -78,14 +79,11 @@ def encode_plain(request: Request, referer: bytes | None = None) -> bytes:
     """The compact form of a request :func:`is_plain` said yes to (``referer``: its Referer
     header, if the caller has read it already)."""
     meta = request.meta
-    depth = int(meta.get("depth", 0))
-    chain = int(meta.get(CHAIN, 0))
-    head = b"%d.%d" % (depth, chain) if chain else b"%d" % depth
     if referer is None:
         headers = peek(request, "headers")
         referer = (headers.get(b"Referer") if headers else None) or b""
-    # (one format: every admitted link goes through here)
-    return b"%s%s\x00%s\x00%s" % (LINK, head, referer, request.url.encode("utf-8"))
+    return encode_link(int(meta.get("depth", 0)), int(meta.get(CHAIN, 0)), referer,
+                       request.url.encode("utf-8"))
 
 
 def encode_request(request: Request, spider: Any) -> bytes:
@@ -93,7 +91,7 @@ def encode_request(request: Request, spider: Any) -> bytes:
         return encode_plain(request)
     data = request.to_dict(spider=spider)
     data["meta"] = _stored_meta(request)
-    return REQUEST + pickle.dumps(data, protocol=4)
+    return encode(RequestRecord(data))
 
 
 def decode_request(blob: bytes, spider: Any, tracked: bool = True) -> Request:
@@ -102,10 +100,8 @@ def decode_request(blob: bytes, spider: Any, tracked: bool = True) -> Request:
     aid that ``MEMDEBUG_ENABLED`` and the telnet console's ``prefs()`` read): its weak
     reference was a third of the objects each request in flight kept alive for the garbage
     collector, and a quarter of building it."""
-    if blob[:1] == LINK:
-        head, referer, url = blob[1:].split(b"\x00", 2)
-        depth_text, _, chain_text = head.partition(b".")
-        depth, chain = int(depth_text), int(chain_text or 0)
+    if kind_of(blob) == LINK:
+        depth, chain, referer, url = decode_link(blob)
         # the URL was made safe by the Request it was stored from: Scrapy need not quote it
         # again (its documented ``verbatim_url``, 3x faster to build; taken out at once, so
         # that a redirect's Location is still made safe)
@@ -122,4 +118,7 @@ def decode_request(blob: bytes, spider: Any, tracked: bool = True) -> Request:
             Request.__init__(request, url.decode("utf-8"), meta=meta, headers=headers)
         del request.meta["verbatim_url"]
         return request
-    return request_from_dict(pickle.loads(blob[1:]), spider=spider)
+    record = decode(blob)
+    if not isinstance(record, RequestRecord):
+        raise ValueError(f"not a stored request: {record!r}")
+    return request_from_dict(record.fields, spider=spider)

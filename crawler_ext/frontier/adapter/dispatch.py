@@ -21,7 +21,8 @@ from crawler_ext.frontier.adapter.robotsgate import RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.controls import KeyControls
 from crawler_ext.frontier.core import DROP
-from crawler_ext.frontier.entries import CHAIN, ROBOTS, ROBOTS_HOP, is_robots
+from crawler_ext.frontier.entries import (CHAIN, ROBOTS_HOP, RobotsRecord, decode, is_robots,
+                                          kind_of)
 from crawler_ext.frontier.importance import IMPORTANCE_META
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.frontier.strategy import CrawlingStrategy
@@ -71,12 +72,14 @@ class Dispatcher:
         entry = self.frontier.next(now, self.gate)
         if entry is None:
             return None
-        kind = entry.data[:1]
-        if kind == ROBOTS and self.robots is not None:
-            request = self.robots.request(entry.data[1:].decode("ascii"), self._robots_parsed,
-                                          self._robots_failed)
-        elif kind == ROBOTS_HOP and self.robots is not None:
-            request = self.robots.take_hop(entry)  # type: ignore[assignment]
+        kind = kind_of(entry.data)
+        if is_robots(kind) and self.robots is not None:
+            record = decode(entry.data)
+            if isinstance(record, RobotsRecord):
+                request = self.robots.request(record.origin, self._robots_parsed,
+                                              self._robots_failed)
+            else:  # a robots.txt redirect
+                request = self.robots.take_hop(entry)  # type: ignore[assignment]
         else:
             request = self.requests.decode(entry.data)
             chain = request.meta.get(CHAIN)
@@ -109,7 +112,7 @@ class Dispatcher:
                 if self.controls.parks(entry.key):  # blocked: the crawl need not wait
                     self.frontier.park(entry.key, verdict + 1.0)
                 return float(verdict)
-        if entry.data[:1] == ROBOTS_HOP:  # a robots.txt redirect: no robots.txt for robots.txt
+        if kind_of(entry.data) == ROBOTS_HOP:  # a robots.txt redirect: no robots.txt for robots.txt
             hop = self.robots.hop(entry) if self.robots is not None else None
             if hop is None or self.blocklist.blocked(hop.url):  # (a hop lost in a restart)
                 if self.robots is not None:

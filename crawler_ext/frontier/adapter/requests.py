@@ -21,7 +21,7 @@ from crawler_ext.frontier.adapter.codec import (
     encode_request,
     is_plain,
 )
-from crawler_ext.frontier.entries import LIVE, entry_url
+from crawler_ext.frontier.entries import LiveRecord, decode, encode, entry_url, is_live
 
 __all__ = ["StoredRequests"]
 
@@ -57,26 +57,32 @@ class StoredRequests:
                                    "scheduler/unserializable)", request, exc)
         self._tokens += 1
         self._live[self._tokens] = request
-        return b"%s%d" % (LIVE, self._tokens)
+        return encode(LiveRecord(self._tokens))
 
     def decode(self, data: bytes) -> Request:
-        if data[:1] == LIVE:
-            return self._live[int(data[1:])]
+        if is_live(data):
+            return self._live[_token(data)]
         return decode_request(data, self.spider, self.tracked)
 
     def url(self, data: bytes) -> str | None:
         """The URL of an entry's request without building it (None: a request kept in memory
         by a run that ended, lost with it)."""
-        if data[:1] == LIVE:
-            live = self._live.get(int(data[1:]))
+        if is_live(data):
+            live = self._live.get(_token(data))
             return live.url if live is not None else None
         return entry_url(data)
 
     def forget(self, data: bytes) -> None:
         """The entry is complete: a request kept in memory for it goes."""
-        if data[:1] == LIVE:
-            self._live.pop(int(data[1:]), None)
+        if is_live(data):
+            self._live.pop(_token(data), None)
 
     def where(self, data: bytes) -> str:
         """``memory`` or ``disk``, for Scrapy's scheduler stats."""
-        return "memory" if data[:1] == LIVE or not self.durable else "disk"
+        return "memory" if is_live(data) or not self.durable else "disk"
+
+
+def _token(data: bytes) -> int:
+    record = decode(data)
+    assert isinstance(record, LiveRecord)
+    return record.token

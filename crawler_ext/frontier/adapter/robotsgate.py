@@ -22,7 +22,7 @@ from scrapy import Request
 
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.core import DROP
-from crawler_ext.frontier.entries import ROBOTS, ROBOTS_HOP
+from crawler_ext.frontier.entries import RobotsHopRecord, RobotsRecord, decode, encode
 from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.robots import Decision, RobotsCache, origin_of
@@ -74,7 +74,7 @@ class RobotsGate:
         if decision is Decision.NEED_ROBOTS:
             origin = origin_of(url)
             self.cache.fetching(origin, now)
-            return Entry(entry.key, 0, ROBOTS + origin.encode("ascii"))
+            return Entry(entry.key, 0, encode(RobotsRecord(origin)))
         if decision is Decision.WAIT:
             return when
         if decision is Decision.RETRY:
@@ -109,14 +109,15 @@ class RobotsGate:
         """The entry that queues a robots.txt redirect on its target host's key."""
         self._tokens += 1
         self._hops[self._tokens] = request
-        return Entry(self._key_of(host), 0, ROBOTS_HOP + b"%d" % self._tokens, priority=ROBOTS_PRIORITY)
+        return Entry(self._key_of(host), 0, encode(RobotsHopRecord(self._tokens)),
+                     priority=ROBOTS_PRIORITY)
 
     def hop(self, entry: Entry) -> Request | None:
         """The redirect an ``H`` entry stands for (None: lost in a restart)."""
-        return self._hops.get(int(entry.data[1:]))
+        return self._hops.get(_hop_token(entry))
 
     def take_hop(self, entry: Entry) -> Request | None:
-        return self._hops.pop(int(entry.data[1:]), None)
+        return self._hops.pop(_hop_token(entry), None)
 
     # -- answers ---------------------------------------------------------------------------
     def answered(self, request: Request, status: int | None, body: bytes,
@@ -156,3 +157,9 @@ class RobotsGate:
         """A robots.txt answer another worker fetched, leased with its key."""
         if self.cache.adopt(origin, status, body, fetched_at, time.time()):
             self._inc("robots/shared", 1)
+
+
+def _hop_token(entry: Entry) -> int:
+    record = decode(entry.data)
+    assert isinstance(record, RobotsHopRecord)
+    return record.token
