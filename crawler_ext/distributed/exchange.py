@@ -12,6 +12,7 @@ writes), and again before the last round trip.
 
 from __future__ import annotations
 
+import json
 import time
 import zlib
 from dataclasses import dataclass, field, replace
@@ -37,10 +38,8 @@ Claim = tuple[int, int, float]  # an admission's claim to end: fingerprint, shar
 
 _LUA_READY = lua("frontier_ready.lua")
 
-# KEYS[1]: the shard's entry hash (names the slot).  ARGV: prefix, worker, lease ttl, bands,
-# then counts: push, release, complete, renew-entries, renew-keys; then the band quotas, the
-# total to take, whether to reclaim expired leases, the host budget, the pattern cap, the
-# count of promotions, the refresh share; and the sections.  Returns: outstanding
+# KEYS[1]: the shard's entry hash (names the slot).  ARGV: a header of named values (JSON:
+# see ``Exchange._call``), then the sections.  Returns: outstanding
 # entries, expired leases, lost keys, taken (key, id, entry, state, new URLs still queued
 # for the key) flattened, over the budget, over the pattern cap, promoted, entries of parked
 # keys, and the keys to renew whose lease had expired (gone).
@@ -158,11 +157,14 @@ class Exchange:
 
     def _call(self, pipe: Any, n: int, op: ShardOps, take: list[int], reap: int) -> None:
         """Queue on ``pipe`` one call of the exchange's script for shard ``n`` (its
-        completions go in the second round trip)."""
-        args: list[Any] = [self._tags[n], self.worker, self.lease_ttl, self.bands,
-                           len(op.push), len(op.release) // 4, 0, len(op.renew),
-                           len(op.renew_keys), *take, reap, self.host_budget,
-                           self.pattern_cap, len(op.promote), self.refresh_share]
+        completions go in the second round trip): a named header, then the sections."""
+        header = {"prefix": self._tags[n], "worker": self.worker, "ttl": self.lease_ttl,
+                  "bands": self.bands, "push": len(op.push), "release": len(op.release) // 4,
+                  "done": 0, "renew": len(op.renew), "renew_keys": len(op.renew_keys),
+                  "promote": len(op.promote), "take": take[:-1], "total": take[-1],
+                  "reap": reap, "budget": self.host_budget, "cap": self.pattern_cap,
+                  "share": self.refresh_share}
+        args: list[Any] = [json.dumps(header, separators=(",", ":"))]
         now = time.time()
         for push in op.push:
             delay = "" if push.due is None else repr(round(max(0.0, push.due - now), 3))

@@ -1,14 +1,19 @@
-local P, worker, ttl, nb = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local n_push, n_rel, n_done = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local n_renew, n_renew_keys = tonumber(ARGV[8]), tonumber(ARGV[9])
+-- ARGV[1]: the exchange's header, named (JSON): prefix, worker, ttl, bands, the counts of
+-- each section (push, release, done, renew, renew_keys, promote), take (each band's quota),
+-- total (keys to take), reap (1: return expired leases), budget, cap, share; then the
+-- sections, in that order, each a run of records of fixed length (named below)
+local h = cjson.decode(ARGV[1])
+local P, worker, ttl, nb = h.prefix, h.worker, h.ttl, h.bands
+local n_push, n_rel, n_done = h.push, h.release, h.done
+local n_renew, n_renew_keys = h.renew, h.renew_keys
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local total = tonumber(ARGV[10 + nb])
-local budget = tonumber(ARGV[12 + nb])
-local cap = tonumber(ARGV[13 + nb])
-local n_prom = tonumber(ARGV[14 + nb])
-local share = tonumber(ARGV[15 + nb])
-local i = 16 + nb
+local total = h.total
+local budget = h.budget
+local cap = h.cap
+local n_prom = h.promote
+local share = h.share
+local i = 2
 -- admitted entries: [key, band, delay ('' or seconds from now), blob, host ('': uncounted),
 -- pattern ('host<TAB>pattern', '': uncounted), trap ('1': the pushing worker's evidence says
 -- the pattern is a trap)]; a host's admissions by all workers are counted here and held to
@@ -121,7 +126,7 @@ for _ = 1, n_prom do
 end
 -- leases of crashed (or stalled) workers (looked for about once a second)
 local expired = 0
-if ARGV[11 + nb] == '1' then
+if h.reap == 1 then
   for _, key in ipairs(redis.call('ZRANGEBYSCORE', P..':lk', '-inf', now, 'LIMIT', 0, 200)) do
     unlock(P, key)
     ready(P, key)
@@ -142,7 +147,7 @@ local taken = 0
 local drained = {}
 for pass = 1, 2 do
  for b = 0, nb - 1 do
-  local quota = tonumber(ARGV[10 + b])
+  local quota = h.take[b + 1]
   if pass == 2 then quota = total - taken end
   if quota > total - taken then quota = total - taken end
   if quota > 0 and not drained[b] then
