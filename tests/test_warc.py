@@ -333,3 +333,33 @@ def test_the_index_of_an_open_warc_file_waits_on_disk_and_closes_sorted(tmp_path
         left.add(line)
     remove_runs(tmp_path)
     assert list(tmp_path.glob(".*run-*")) == []
+
+
+def test_revisits_remember_each_urls_latest_payload_not_every_version(tmp_path: Path) -> None:
+    """A continuous crawl: a page that changes at every fetch leaves one payload remembered,
+    not one per version; an unchanged page and a mirror of it are still revisits."""
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+
+    from crawler_ext.warc.pipeline import WarcPipeline
+
+    pipeline = WarcPipeline(fixed_writer(tmp_path))
+    pipeline.open_spider()
+
+    def fetch(url: str, body: bytes) -> None:
+        request = Request(url)
+        pipeline.response_downloaded(HtmlResponse(url, body=body, request=request), request)
+
+    for version in range(200):  # a page that changes every time
+        fetch("http://e.com/news", b"<html>news %d</html>" % version)
+    fetch("http://e.com/about", b"<html>about</html>")
+    fetch("http://e.com/about", b"<html>about</html>")  # unchanged: a revisit
+    fetch("http://mirror.e.com/about", b"<html>about</html>")  # a copy: a revisit
+    pipeline.close_spider()
+    assert len(pipeline._first_capture) == 2  # news' latest version, and about
+    kinds = [(r.rec_headers.get_header("WARC-Target-URI"), r.rec_type)
+             for path in sorted(tmp_path.glob("*.warc.gz"))
+             for r in ArchiveIterator(path.open("rb")) if r.rec_type in ("response", "revisit")]
+    assert kinds[-3:] == [("http://e.com/about", "response"), ("http://e.com/about", "revisit"),
+                          ("http://mirror.e.com/about", "revisit")]
+    assert sum(1 for _, kind in kinds if kind == "response") == 201

@@ -70,6 +70,7 @@ class WarcPipeline:
         self.crawler = crawler
         self.store_noindex = store_noindex
         self._first_capture: dict[str, tuple[str, str]] = {}  # payload digest -> (uri, date)
+        self._owned: dict[str, str] = {}  # url -> the payload digest it was first with
         self._captures: OrderedDict[str, str] = OrderedDict()  # url -> response record id
         self._dates: dict[str, str] = {}  # response record id -> its date (for WAT)
         self.wet = self.wat = False  # derivative files (CRAWLER_EXT_WET/WAT_ENABLED)
@@ -137,6 +138,15 @@ class WarcPipeline:
             if located:
                 self.crawler.signals.send_catch_log(warc_written, records=located)
 
+    def _first(self, uri: str, digest: str, date: str) -> None:
+        """``uri`` is the first with this payload: an identical payload later (at any URL) is
+        a revisit of this capture.  The payload the URL was first with before is forgotten
+        (its record stays in the archive, but a later copy is written whole), so what is
+        remembered grows with the URLs, never with the versions of a changing page."""
+        self._first_capture.pop(self._owned.get(uri, ""), None)
+        self._first_capture[digest] = (uri, date)
+        self._owned[uri] = digest
+
     def _write(self, record: Any) -> bool:
         try:
             self.writer.write(record)
@@ -198,20 +208,22 @@ class WarcPipeline:
             return
         rec_id = record.rec_headers.get_header("WARC-Record-ID")
         date = record.rec_headers.get_header("WARC-Date")
-        if kind == "response" and body:
-            self._first_capture.setdefault(digest, (uri, date))
         req_record = b.create_warc_record(uri, "request", http_headers=req_head,
                                           warc_headers_dict={"WARC-Date": date,
                                                              "WARC-Concurrent-To": rec_id})
         if not self._write(req_record):
             return
         self._captures[uri] = rec_id
+        if kind == "response" and body and digest not in self._first_capture:
+            self._first(uri, digest, date)
         if self.locate:
             request.meta[WARC_META] = (rec_id, digest)
         if self.wat:
             self._dates[rec_id] = date
         if len(self._captures) > 100_000:
-            self._dates.pop(self._captures.popitem(last=False)[1], None)
+            gone, gone_id = self._captures.popitem(last=False)
+            self._dates.pop(gone_id, None)
+            self._first_capture.pop(self._owned.pop(gone, ""), None)
         if self.stats is not None:
             self.stats.inc_value(f"warc/records/{kind}")
 
