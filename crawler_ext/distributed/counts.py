@@ -1,8 +1,9 @@
 """Counts per politeness key summed over every worker of a distributed crawl: the requests
 each key got, for an operator's view of the whole crawl (the busiest keys) and for a key's
-page budget; and a worker's stats added to the crawl's totals at its close.  One sorted set in Redis per count (``<prefix>:<name>``); a worker adds what it
-counted since its last call and reads the totals it needs, in one pipelined round trip
-(blocking: call it from a thread)."""
+page budget; and a worker's stats added to the crawl's totals at its close.  One sorted set
+in Redis per count (``<prefix>:<name>``); a worker adds what it counted since its last call
+and reads the totals it needs, in one pipelined round trip (blocking: call it from a
+thread)."""
 
 from __future__ import annotations
 

@@ -74,8 +74,9 @@ logger = logging.getLogger(__name__)
 class RedisFrontier:
     """A worker's view of the shared frontier: the frontier contract over Redis, shared
     (``contract.SharedFrontier``; Redis is the durable store, the leases of a crashed worker
-    expire: nothing to recover or replay here), in parts -- what it sends (:class:`~crawler_ext.distributed.outbox.Outbox`), what it
-    leased (:class:`~crawler_ext.distributed.leases.LeaseBook`), its open claims
+    expire: nothing to recover or replay here), in parts -- what it sends
+    (:class:`~crawler_ext.distributed.outbox.Outbox`), what it leased
+    (:class:`~crawler_ext.distributed.leases.LeaseBook`), its open claims
     (:class:`~crawler_ext.distributed.claims.Claims`), and its exchanges
     (:class:`~crawler_ext.distributed.sync.Sync` on the reactor,
     :class:`~crawler_ext.distributed.exchange.Exchange` in a thread)."""
