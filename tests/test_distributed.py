@@ -271,14 +271,12 @@ def test_a_worker_cut_off_from_redis_lets_its_leases_go_unfetched(redis) -> None
     """The fence: an entry leased by a worker that Redis has not answered for half the lease
     time is never dispatched (another worker may hold its key by then); it returns to its
     queue when the lease expires in Redis, and another worker fetches it."""
-    from crawler_ext.distributed.fence import LeaseFence
-
     clock = [1000.0]
     stats: dict[str, float] = {}
     a = RedisFrontier(redis, "t", PolitenessPolicy(min_delay=0.5, max_delay=0.5), [5, 2, 1],
                       RedisBloom(redis, "t", 10_000), shards=4, lease_ttl=2.0, buffer=8,
                       on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
-    a.fence = LeaseFence(2.0, clock=lambda: clock[0])
+    a.fence.clock = lambda: clock[0]  # the fence's clock, not the machine's
     b = _frontier(redis, 2.0)
     for f in (a, b):
         f.open()

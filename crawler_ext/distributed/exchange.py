@@ -147,7 +147,7 @@ class Exchange:
         self.pattern_cap = frontier.pattern_cap
         self.refresh_share = frontier.refresh_share
         self._tags = frontier.tags
-        self.clock = lambda: frontier.fence.now()  # (the fence a test may replace)
+        self.clock = frontier.fence.now  # (the fence's clock, which a test may replace)
         self.script = self.redis.register_script(_LUA_SYNC)
         self._complete = self.redis.register_script(_LUA_DONE)
         self._claim = self.redis.register_script(_LUA_CLAIM)

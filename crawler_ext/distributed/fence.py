@@ -26,16 +26,16 @@ __all__ = ["LeaseFence"]
 class LeaseFence:
     """Per shard: until when this worker may start a fetch of what it leased there."""
 
-    __slots__ = ("_clock", "_until", "share")
+    __slots__ = ("_until", "clock", "share")
 
     def __init__(self, lease_ttl: float, share: float = 0.5,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.share = lease_ttl * share  # of the lease time, counted from the exchange's send
-        self._clock = clock
+        self.clock = clock
         self._until: dict[int, float] = {}
 
     def now(self) -> float:
-        return self._clock()
+        return self.clock()
 
     def answered(self, shards: Iterable[int], sent_at: float) -> None:
         """The exchange sent at ``sent_at`` (this clock) took or renewed every lease this
@@ -47,4 +47,4 @@ class LeaseFence:
 
     def holds(self, shard: int) -> bool:
         """Whether a fetch of an entry leased in ``shard`` may start now."""
-        return self._clock() < self._until.get(shard, 0.0)
+        return self.clock() < self._until.get(shard, 0.0)

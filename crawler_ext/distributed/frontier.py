@@ -137,17 +137,6 @@ class RedisFrontier:
         self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...),
         # trap_pattern(url), lost_writes()
 
-    @property
-    def fence(self) -> LeaseFence:
-        return self._fence
-
-    @fence.setter
-    def fence(self, fence: LeaseFence) -> None:
-        """(A test may give a fence its own clock.)"""
-        self._fence = fence
-        if hasattr(self, "sync"):
-            self.sync.fence = fence
-
     # -- the Frontier interface --------------------------------------------------------------
     def add(self, entries: list[Entry], check_seen: bool = True) -> None:
         self.outbox.add(entries, check_seen)
@@ -169,7 +158,7 @@ class RedisFrontier:
     def next(self, now: float, gate: Gate | None = None) -> Entry | None:
         leases = self.leases
         while (entry := leases.next_due(now)) is not None:
-            if not self._fence.holds(shard_of(entry.key, self.shards)):
+            if not self.fence.holds(shard_of(entry.key, self.shards)):
                 leases.let_go(entry)  # Redis not answered for half a lease: unfetched
                 self._stat("frontier/redis/leases_fenced", 1)
                 continue

@@ -130,7 +130,7 @@ class Durability:
             return
         try:
             self.frontier.flush()
-            self.seen.snapshot(self.journal.admitted_mark() if self.journal is not None else 0)
+            self.seen.snapshot(self._mark())
         except STORAGE_ERRORS as exc:
             self.storage_error(exc)
 
@@ -146,7 +146,11 @@ class Durability:
             self.seen.flush()
         except STORAGE_ERRORS as exc:
             self.storage_error(exc)
-        self.seen.mark = self.journal.admitted_mark() if self.journal is not None else 0
+        self.seen.mark = self._mark()
+
+    def _mark(self) -> int:
+        """The journal's position (0: a frontier that journals nothing here)."""
+        return self.journal.admitted_mark() if self.journal is not None else 0
 
     def storage_error(self, exc: BaseException) -> None:
         """The journal or the seen set could not be written: a full disk stops the crawl."""
