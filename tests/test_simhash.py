@@ -172,3 +172,43 @@ def test_a_deeply_nested_page_skips_main_content_detection() -> None:
     assert time.perf_counter() - started < 30  # main-content detection took 112 s here
     assert too_deep(deep) and not too_deep("<div>" * 1999 + "</div>" * 1999)
     assert too_deep("<p>x" * 5000)  # unclosed tags count as open: an upper bound, never less
+
+
+def test_removed_entries_are_never_found_and_are_compacted_away() -> None:
+    rng = random.Random(11)
+    index = SimHashIndex(k=3, buffer=100)
+    stored = [rng.getrandbits(64) for _ in range(6000)]
+    for i, fp in enumerate(stored):
+        index.add(fp, i)
+    gone = set(rng.sample(range(6000), 3000))
+    for i in gone:
+        index.remove(stored[i], i)
+    assert len(index) == 3000
+    assert index.nbytes() < 6000 * 48  # compacted: the arrays hold fewer than all 6,000
+    for i in rng.sample(range(6000), 400):
+        found = index.nearest(stored[i] ^ 1)
+        assert (found is None) if i in gone else (found == (i, 1))
+    index.add(stored[0], 0)  # an entry removed and added again is live again
+    assert index.nearest(stored[0]) == (0, 0)
+
+
+def test_a_changing_page_is_remembered_by_its_latest_version_only(tmp_path) -> None:
+    def page(version: int) -> bytes:
+        words = " ".join(f"w{version}x{i}" for i in range(80))
+        return f"<html><body><main><p>{words}</p></main></body></html>".encode()
+
+    index = ContentIndex(path=tmp_path / "content.sqlite3")
+    index.open()
+    for version in range(60):
+        assert index.check("http://a/news", page(version)).kind == "unique"
+    assert len(index.urls) == 1 and len(index.index) == 1 and len(index.by_exact) == 1
+    assert index.check("http://b/copy-of-old", page(3)).kind == "unique"  # forgotten
+    latest = index.check("http://b/copy", page(59))
+    assert latest.kind == "exact" and latest.original == "http://a/news"
+    index.close()
+    again = ContentIndex(path=tmp_path / "content.sqlite3")
+    again.open()
+    assert again.urls == ["http://a/news", "http://b/copy-of-old"]
+    assert again.check("http://c/copy", page(59)).original == "http://a/news"
+    assert again.check("http://c/older", page(58)).kind == "unique"
+    again.close()

@@ -5,13 +5,16 @@ too short to be evidence, or -- below ``min_words`` words of either -- its raw b
 (``crawler_ext.dedup.extract``).  Exact duplicates share the hash of that text (or the body's
 exact hash); near-duplicates have SimHashes within ``distance`` bits
 (``crawler_ext.dedup.simhash``), and a page fingerprinted by its raw body is never a near
-duplicate: a trivial text is no evidence.  With a path (``JOBDIR/content.sqlite3``)
+duplicate: a trivial text is no evidence.  Each URL is remembered by its latest unique
+version only (a changing page's new version replaces its older one), so that in a continuous
+crawl the index grows with URLs, not with fetches.  With a path (``JOBDIR/content.sqlite3``)
 the index is persisted in batches and rebuilt on open, so a resumed crawl remembers it.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +56,9 @@ class ContentIndex:
         self.min_words = min_words
         self.urls: list[str] = []
         self.by_exact: dict[int, int] = {}
+        self._doc_of: dict[str, int] = {}  # url -> its doc id
+        # doc id -> the exact hash and SimHash of the version remembered
+        self._exacts, self._simhashes = array("Q"), array("Q")
         self.path = Path(path) if path else None
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[int, str, int, int]] = []
@@ -67,8 +73,11 @@ class ContentIndex:
         self._db.execute("CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, url TEXT, "
                          "exact INTEGER, simhash INTEGER)")
         rows = self._db.execute("SELECT id, url, exact, simhash FROM docs ORDER BY id").fetchall()
-        for doc_id, url, ex, _ in rows:
+        for doc_id, url, ex, sh in rows:
             self.urls.append(url)
+            self._exacts.append(_unsigned(ex))
+            self._simhashes.append(_unsigned(sh))
+            self._doc_of[url] = doc_id
             self.by_exact.setdefault(_unsigned(ex), doc_id)
         rows = [r for r in rows if r[3] != 0]  # 0: a body-hashed page, not in the SimHash index
         if rows:
@@ -96,8 +105,19 @@ class ContentIndex:
             self._remember(url, ex, sh, share=False)
 
     def _remember(self, url: str, ex: int, sh: int, share: bool = True) -> None:
-        doc_id = len(self.urls)
-        self.urls.append(url)
+        doc_id = self._doc_of.get(url)
+        if doc_id is None:
+            doc_id = self._doc_of[url] = len(self.urls)
+            self.urls.append(url)
+            self._exacts.append(ex)
+            self._simhashes.append(sh)
+        else:  # a new version of the page: it replaces the older one
+            old_ex, old_sh = self._exacts[doc_id], self._simhashes[doc_id]
+            if self.by_exact.get(old_ex) == doc_id:
+                del self.by_exact[old_ex]
+            if old_sh:
+                self.index.remove(old_sh, doc_id)
+            self._exacts[doc_id], self._simhashes[doc_id] = ex, sh
         self.by_exact.setdefault(ex, doc_id)
         if sh:
             self.index.add(sh, doc_id)

@@ -85,9 +85,13 @@ class SimHashIndex:
         self._pending_ids = np.empty(buffer, dtype=np.uint32)
         self._n_pending = 0
         self._buffer = buffer
+        # entries removed but still in the arrays, (fingerprint, id): skipped by ``nearest``,
+        # dropped when they reach a quarter of the entries
+        self._dead: set[tuple[int, int]] = set()
 
     def __len__(self) -> int:
-        return len(self._keys[0]) + self._n_pending
+        """The live entries."""
+        return len(self._keys[0]) + self._n_pending - len(self._dead)
 
     @overload
     def _rotate(self, fp: np.ndarray, t: int) -> np.ndarray: ...
@@ -107,11 +111,30 @@ class SimHashIndex:
         return (key >> s) | (key << (np.uint64(64) - s))
 
     def add(self, fp: int, doc_id: int) -> None:
+        if self._dead:  # (the pair removed before and added again: live again)
+            self._dead.discard((int(fp), int(doc_id)))
         self._pending_fps[self._n_pending] = fp
         self._pending_ids[self._n_pending] = doc_id
         self._n_pending += 1
         if self._n_pending >= self._buffer:
             self.merge()
+
+    def remove(self, fp: int, doc_id: int) -> None:
+        """Forget an entry added before (a page's older version)."""
+        self._dead.add((int(fp), int(doc_id)))
+        if len(self._dead) >= max(1024, (len(self._keys[0]) + self._n_pending) // 4):
+            self._compact()
+
+    def _compact(self) -> None:
+        fps, ids = self.fingerprints()
+        dead = self._dead
+        live = ~np.isin(fps, np.fromiter((f for f, _ in dead), dtype=np.uint64, count=len(dead)))
+        for i in np.flatnonzero(~live):  # (same fingerprint: is it the same entry?)
+            live[i] = (int(fps[i]), int(ids[i])) not in dead
+        self._keys = [np.empty(0, dtype=np.uint64) for _ in range(self.blocks)]
+        self._ids = [np.empty(0, dtype=np.uint32) for _ in range(self.blocks)]
+        self._dead = set()
+        self.bulk_load(fps[live], ids[live])
 
     def bulk_load(self, fps: np.ndarray, ids: np.ndarray) -> None:
         """Add many fingerprints at once (one sort per table instead of incremental inserts)."""
@@ -144,9 +167,10 @@ class SimHashIndex:
         q = np.uint64(fp)
         if self._n_pending:  # the newest, scanned whole (at most ``buffer``), first closest
             dist = _popcount64(self._pending_fps[:self._n_pending] ^ q)
-            i = int(np.argmin(dist))
-            if dist[i] <= self.k:
-                best = (int(self._pending_ids[i]), int(dist[i]))
+            found = self._closest_live(dist, self._pending_fps[:self._n_pending],
+                                       self._pending_ids, 3, None)
+            if found is not None:
+                best = found
         if len(self._keys[0]):
             for t in range(self.blocks):
                 key = self._rotate(q, t)
@@ -158,12 +182,30 @@ class SimHashIndex:
                 if lo == hi:
                     continue
                 dist = _popcount64(keys[lo:hi] ^ key)
-                i = int(np.argmin(dist))
-                if dist[i] <= self.k and (best is None or dist[i] < best[1]):
-                    best = (int(self._ids[t][lo + i]), int(dist[i]))
+                found = self._closest_live(dist, keys[lo:hi], self._ids[t][lo:hi], t, best)
+                if found is not None:
+                    best = found
                     if best[1] == 0:
                         break
         return best
+
+    def _closest_live(self, dist: np.ndarray, keys: np.ndarray, ids: np.ndarray, t: int,
+                      best: tuple[int, int] | None) -> tuple[int, int] | None:
+        """The closest live candidate within k bits closer than ``best``, or None."""
+        if not self._dead:
+            i = int(np.argmin(dist))
+            if dist[i] <= self.k and (best is None or dist[i] < best[1]):
+                return int(ids[i]), int(dist[i])
+            return None
+        for i in np.flatnonzero(dist <= self.k)[np.argsort(dist[dist <= self.k],
+                                                           kind="stable")]:
+            d = int(dist[i])
+            if best is not None and d >= best[1]:
+                return None
+            fp = int(self._unrotate(keys[i:i + 1], t)[0])
+            if (fp, int(ids[i])) not in self._dead:
+                return int(ids[i]), d
+        return None
 
     def fingerprints(self) -> tuple[np.ndarray, np.ndarray]:
         """All (fingerprints, ids), for persistence."""
