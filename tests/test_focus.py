@@ -87,7 +87,7 @@ def test_the_words_around_a_link_are_its_context() -> None:
         "Read how the lexer splits tokens in the on scanners and grammars."
     assert links["http://a.test/a.html"].context == "Lexing"  # its neighbours in the list
     link = LinkFeatures("http://a.test/x.html", "next", 0.0, "a.test", 0.5, "lexer tokens")
-    assert "c:lexer" in link.tokens() and "lexer" not in link.text()
+    assert "c:lexer" in link.tokens(0.5) and "lexer" not in link.text()
 
 
 def test_the_focus_strategy_maps_scores_onto_bands() -> None:

@@ -69,15 +69,27 @@ class PageClassifier:
         return self.relevances([text])[0]
 
     def relevances(self, texts: Sequence[str]) -> list[float]:
-        """The relevance of each text (one vectorisation for them all)."""
+        """The relevance of each page's text (one vectorisation for them all): a keyword hit
+        raises the model's answer."""
+        return [k if p is None else 1.0 - (1.0 - p) * (1.0 - 0.5 * k)
+                for p, k in self._answers(texts)]
+
+    def link_relevances(self, texts: Sequence[str]) -> list[float]:
+        """The relevance of each link's few words (anchor and URL): the model's answer or the
+        keywords', whichever is higher -- on a short text a keyword hit is the strongest
+        evidence there is, where the model, trained on whole pages, answers weakly."""
+        return [k if p is None else max(p, k) for p, k in self._answers(texts)]
+
+    def _answers(self, texts: Sequence[str]) -> list[tuple[float | None, float]]:
+        """(the model's probability, None without a model; the share of keywords) of each
+        text."""
         if not texts:
             return []
         keyword = [min(1.0, self.keywords.hits(t) / min(KEYWORD_SATURATION,
                                                         len(self.keywords.patterns)))
                    if self.keywords else 0.0 for t in texts]
         if self.model is None:
-            return keyword
+            return [(None, k) for k in keyword]
         assert self._vectoriser is not None
         probabilities = self.model.predict_proba(self._vectoriser.transform(texts))[:, 1]
-        return [1.0 - (1.0 - float(p)) * (1.0 - 0.5 * k)
-                for p, k in zip(probabilities, keyword, strict=True)]
+        return [(float(p), k) for p, k in zip(probabilities, keyword, strict=True)]

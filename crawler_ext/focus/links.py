@@ -4,12 +4,14 @@ A link is described by its anchor text, its URL's tokens, the relevance of the p
 found on, its host's harvest so far (relevant pages / fetched pages) and, where the HTML
 processor took them, the words around it (its sentence or list item).  Before any outcome
 is known, its score is a prior: the page classifier's relevance of the anchor text and URL
-words, the parent page's relevance and the host's harvest (the words around a link are
-learned from only: in the prior they cost harvest, docs/focus.md).  Each fetched page is an
-outcome (relevant or not) for the link that led to it; from them an online logistic
-regression (scikit-learn's ``SGDClassifier``, ``partial_fit`` in small batches) learns which
-words, URL tokens and contexts lead to the topic -- ACHE's online link classifier -- and its
-answer takes over from the prior as outcomes accumulate.  ``learn=False`` keeps the prior
+words (``link_relevances``: a keyword there counts fully), the parent page's relevance and
+the host's harvest (the words around a link are learned from only: in the prior they cost
+harvest, docs/focus.md).  Each fetched page is an outcome (relevant or not) for the link
+that led to it; from them an online logistic regression (scikit-learn's ``SGDClassifier``,
+``partial_fit`` in small batches) learns which words, URL tokens and contexts lead to the
+topic -- ACHE's online link classifier -- with the link words' relevance among its features
+(so it learns how far to trust the classifier on this web), and its answer takes over from
+the prior as outcomes accumulate.  ``learn=False`` keeps the prior
 alone (the crawl test compares the two).
 """
 
@@ -54,8 +56,10 @@ class LinkFeatures:
     host_harvest: float
     context: str = ""  # the words around the link
 
-    def tokens(self) -> list[str]:
-        words = [f"a:{w}" for w in _TOKEN.findall(self.anchor.lower())[:20]]
+    def tokens(self, topical: float) -> list[str]:
+        """The learned model's features; ``topical``: the relevance of the link's words."""
+        words = [f"t:{min(9, int(topical * 10))}"]
+        words += [f"a:{w}" for w in _TOKEN.findall(self.anchor.lower())[:20]]
         words += [f"c:{w}" for w in _TOKEN.findall(self.context.lower())[:30]]
         words += [f"u:{w}" for w in url_words(self.url)[:20]]
         words += [f"p:{_bucket(self.parent_relevance)}", f"h:{_bucket(self.host_harvest)}",
@@ -71,7 +75,7 @@ class LinkScorer:
         self.classifier = classifier
         self.learn = learn
         self.outcomes = Counter[int]()
-        self._pending: list[tuple[list[str], int]] = []
+        self._pending: list[tuple[LinkFeatures, int]] = []
         self._model: Any = None
         self._hasher: Any = None
 
@@ -79,12 +83,13 @@ class LinkScorer:
         """Each link's score, 0 to 1."""
         if not links:
             return []
-        topical = self.classifier.relevances([link.text() for link in links])
+        topical = self.classifier.link_relevances([link.text() for link in links])
         prior = [0.45 * t + 0.35 * link.parent_relevance + 0.2 * link.host_harvest
                  for t, link in zip(topical, links, strict=True)]
         if self._model is None:
             return prior
-        learned = self._model.predict_proba(self._hash([link.tokens() for link in links]))[:, 1]
+        learned = self._model.predict_proba(self._hash(
+            [link.tokens(t) for link, t in zip(links, topical, strict=True)]))[:, 1]
         weight = LEARNED_WEIGHT * min(1.0, sum(self.outcomes.values()) / FULL_TRUST)
         return [(1 - weight) * p + weight * float(q)
                 for p, q in zip(prior, learned, strict=True)]
@@ -94,7 +99,7 @@ class LinkScorer:
         self.outcomes[int(relevant)] += 1
         if not self.learn:
             return
-        self._pending.append((link.tokens(), int(relevant)))
+        self._pending.append((link, int(relevant)))
         if len(self._pending) >= BATCH and len(self.outcomes) == 2:
             self._fit()
 
@@ -112,6 +117,9 @@ class LinkScorer:
 
             self._model = SGDClassifier(loss="log_loss", alpha=1e-4, class_weight=None,
                                         random_state=0)
-        tokens, labels = zip(*self._pending, strict=True)
-        self._model.partial_fit(self._hash(list(tokens)), list(labels), classes=[0, 1])
+        links, labels = zip(*self._pending, strict=True)
+        topical = self.classifier.link_relevances([link.text() for link in links])
+        self._model.partial_fit(
+            self._hash([link.tokens(t) for link, t in zip(links, topical, strict=True)]),
+            list(labels), classes=[0, 1])
         self._pending.clear()
