@@ -82,7 +82,7 @@ def bench_focus(quick: bool) -> None:
         # hundredths with the order responses come back in; the median run of each is shown
         configs = _configs(web, work / "web" / "web.json")
         runs: dict[str, list[list]] = {name: [] for name, _, _ in configs}
-        for _ in range(1 if quick else 3):
+        for _ in range(1 if quick else 5):
             for name, settings, env in configs:
                 first, stats, log, rate = run(settings, env)
                 runs[name].append([name, len(first), rate, rate * len(first) / web.relevant,
@@ -106,7 +106,7 @@ def bench_focus(quick: bool) -> None:
         table(f"Focused crawling on a topical web of real pages ({total:,} pages on "
               f"{len(web.sites)} hosts, {web.relevant} on topic = {web.relevant / total:.3f}); "
               f"the first 20 % of the pages ({budget:,} fetches), the median of "
-              f"{1 if quick else 3} alternated runs",
+              f"{1 if quick else 5} alternated runs",
               ["crawl", "fetches", "harvest rate", "recall at budget", "politeness gaps",
                "links dropped (tunnel)", "harvest of each run", "x breadth-first",
                "of the oracle"], rows)
