@@ -31,8 +31,8 @@ class Driver:
         self.redis = None
         if kind == "redis":
             redis_lib = pytest.importorskip("redis")
-            # a database of its own per pytest-xdist worker (the distributed tests use 9)
-            db = 10 + int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0) % 6
+            # a database of its own per pytest-xdist worker, 13 or 14 (tests/conftest.py)
+            db = 13 + int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0) % 2
             self.redis = redis_lib.Redis.from_url(f"redis://127.0.0.1:6379/{db}")
             try:
                 self.redis.ping()

@@ -160,12 +160,12 @@ def test_a_parked_host_does_not_hold_a_redis_crawl_either(hostile, tmp_path: Pat
     """The same with the Redis frontier: the key waits in Redis, parked, for every worker;
     the crawl finishes without it and its URL stays queued there."""
     redis_lib = pytest.importorskip("redis")
-    client = redis_lib.Redis.from_url("redis://127.0.0.1:6379/9")
+    client = redis_lib.Redis.from_url("redis://127.0.0.1:6379/15")
     client.flushdb()
     try:
         result = crawl(hostile, tmp_path, ["robots503", "normal"],
                        CRAWLER_EXT_ROBOTS_RETRY_BASE=60, CRAWLER_EXT_FRONTIER_BACKEND="redis",
-                       REDIS_URL="redis://127.0.0.1:6379/9")
+                       REDIS_URL="redis://127.0.0.1:6379/15")
         assert result.returncode == 0, result.output[-3000:]
         assert result.stat("finish_reason") == "finished"
         assert result.stat("elapsed_time_seconds") < 30

@@ -325,9 +325,16 @@ def _build_pydoc(cache: Path) -> list[Site]:
 
 def build_corpus(cache: Path | None = None) -> list[Site]:
     """Every site of the corpus that can be had here (downloaded or built once, then cached)."""
+    import fcntl
+
     cache = cache or cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    return _debian_sites(cache) + _build_sphinx(cache) + _build_mkdocs(cache) + _build_pydoc(cache)
+    # one process builds at a time (the tests run on two workers): the other waits, then
+    # finds the sites built
+    with open(cache / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return (_debian_sites(cache) + _build_sphinx(cache) + _build_mkdocs(cache)
+                + _build_pydoc(cache))
 
 
 if __name__ == "__main__":
