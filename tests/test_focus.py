@@ -67,6 +67,27 @@ def test_the_link_scorer_learns_which_links_lead_to_the_topic(pages) -> None:
     assert fixed.scores(fresh)[0] == fixed.scores(fresh)[1]  # no learning: the prior only
 
 
+def test_a_links_words_count_a_keyword_fully_and_are_scored_once(pages) -> None:
+    """On a page a keyword hit raises the model's answer; on a link's few words it counts
+    fully (the model, trained on whole pages, answers short texts weakly), and a link's
+    score travels with it so learning from its outcome does not score it again."""
+    texts = {name: _texts(paths[:20]) for name, paths in pages.items()}
+    classifier = PageClassifier.train(texts[TOPIC], [t for n in OTHERS if n in texts
+                                                     for t in texts[n]],
+                                      Keywords.parse(["scanner"]))
+    anchor = "scanner options"
+    (page_score,) = classifier.relevances([anchor])
+    (link_score,) = classifier.link_relevances([anchor])
+    assert link_score == 1.0 > page_score  # one keyword of one: fully on topic by it
+    scorer = LinkScorer(classifier)
+    (link,) = scorer.described([LinkFeatures("http://a.test/opts.html", anchor, 0.0, "a.test",
+                                             0.5)])
+    assert link.topical == link_score and "t:9" in link.tokens(link.topical)
+    calls = []
+    classifier.link_relevances = lambda words: calls.append(words) or [0.0] * len(words)
+    assert scorer.described([link]) == [link] and calls == [[]]  # carried, not scored again
+
+
 def test_the_words_around_a_link_are_its_context() -> None:
     """The HTML processor gives a link the words of its sentence (or, for a link alone in a
     list item, its list) when a focused crawl asks; the learned scorer reads them as tokens

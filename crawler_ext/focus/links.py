@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -55,6 +55,9 @@ class LinkFeatures:
     host: str
     host_harvest: float
     context: str = ""  # the words around the link
+    #: the relevance of the link's words (``PageClassifier.link_relevances``), once scored:
+    #: carried with the request, so that learning from its outcome does not score it again
+    topical: float | None = None
 
     def tokens(self, topical: float) -> list[str]:
         """The learned model's features; ``topical``: the relevance of the link's words."""
@@ -83,7 +86,7 @@ class LinkScorer:
         """Each link's score, 0 to 1."""
         if not links:
             return []
-        topical = self.classifier.link_relevances([link.text() for link in links])
+        topical = self._topical(links)
         prior = [0.45 * t + 0.35 * link.parent_relevance + 0.2 * link.host_harvest
                  for t, link in zip(topical, links, strict=True)]
         if self._model is None:
@@ -93,6 +96,17 @@ class LinkScorer:
         weight = LEARNED_WEIGHT * min(1.0, sum(self.outcomes.values()) / FULL_TRUST)
         return [(1 - weight) * p + weight * float(q)
                 for p, q in zip(prior, learned, strict=True)]
+
+    def described(self, links: Sequence[LinkFeatures]) -> list[LinkFeatures]:
+        """``links`` with the relevance of their words (scored once, for all of them)."""
+        return [replace(link, topical=t) for link, t in zip(links, self._topical(links),
+                                                             strict=True)]
+
+    def _topical(self, links: Sequence[LinkFeatures]) -> list[float]:
+        """Each link's words' relevance: carried, or scored now (in one call)."""
+        scored = iter(self.classifier.link_relevances(
+            [link.text() for link in links if link.topical is None]))
+        return [next(scored) if link.topical is None else link.topical for link in links]
 
     def outcome(self, link: LinkFeatures, relevant: bool) -> None:
         """The page ``link`` led to was fetched: learn from whether it was on topic."""
@@ -118,7 +132,7 @@ class LinkScorer:
             self._model = SGDClassifier(loss="log_loss", alpha=1e-4, class_weight=None,
                                         random_state=0)
         links, labels = zip(*self._pending, strict=True)
-        topical = self.classifier.link_relevances([link.text() for link in links])
+        topical = self._topical(links)
         self._model.partial_fit(
             self._hash([link.tokens(t) for link, t in zip(links, topical, strict=True)]),
             list(labels), classes=[0, 1])

@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 RELEVANCE_META = "relevance"
 #: a request's link features and its off-topic distance: (anchor, parent relevance, host
-#: harvest, distance, the words around the link)
+#: harvest, distance, the words around the link, the relevance of the link's words)
 FOCUS_META = "crawler_ext_focus"
 
 
@@ -125,11 +125,13 @@ class FocusMiddleware:
         carried = response.meta.get(FOCUS_META)
         if carried:
             anchor, parent, harvest = carried[:3]
-            context = carried[4] if len(carried) > 4 else ""  # (a request queued before it)
+            # (a request queued by an earlier version carries fewer fields)
+            context = carried[4] if len(carried) > 4 else ""
+            topical = carried[5] if len(carried) > 5 else None
             self.scorer.outcome(LinkFeatures(response.request.url if response.request else
                                              response.url, anchor, parent,
-                                             urlsplit(response.url).netloc, harvest, context),
-                                relevant)
+                                             urlsplit(response.url).netloc, harvest, context,
+                                             topical), relevant)
 
     @staticmethod
     def _text(response: Response) -> str | None:
@@ -184,9 +186,10 @@ class FocusMiddleware:
             host = urlsplit(r.url).netloc
             features.append(LinkFeatures(r.url, link.text if link else "", relevance, host,
                                          self.harvest(host), link.context if link else ""))
+        features = self.scorer.described(features)
         for request, link, score in zip(requests, features, self.scorer.scores(features),
                                         strict=True):
             request.priority = round(score * SCORE_SCALE)
             request.meta[FOCUS_META] = (link.anchor, link.parent_relevance, link.host_harvest,
-                                        distance, link.context)
+                                        distance, link.context, link.topical)
             yield request
