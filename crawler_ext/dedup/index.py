@@ -57,8 +57,7 @@ class ContentIndex:
         self.urls: list[str] = []
         self.by_exact: dict[int, int] = {}
         self._doc_of: dict[str, int] = {}  # url -> its doc id
-        # doc id -> the exact hash and SimHash of the version remembered
-        self._exacts, self._simhashes = array("Q"), array("Q")
+        self._exacts = array("Q")  # doc id -> the exact hash of the version remembered
         self.path = Path(path) if path else None
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[int, str, int, int]] = []
@@ -76,7 +75,6 @@ class ContentIndex:
         for doc_id, url, ex, sh in rows:
             self.urls.append(url)
             self._exacts.append(_unsigned(ex))
-            self._simhashes.append(_unsigned(sh))
             self._doc_of[url] = doc_id
             self.by_exact.setdefault(_unsigned(ex), doc_id)
         rows = [r for r in rows if r[3] != 0]  # 0: a body-hashed page, not in the SimHash index
@@ -110,14 +108,13 @@ class ContentIndex:
             doc_id = self._doc_of[url] = len(self.urls)
             self.urls.append(url)
             self._exacts.append(ex)
-            self._simhashes.append(sh)
-        else:  # a new version of the page: it replaces the older one
-            old_ex, old_sh = self._exacts[doc_id], self._simhashes[doc_id]
-            if self.by_exact.get(old_ex) == doc_id:
-                del self.by_exact[old_ex]
-            if old_sh:
-                self.index.remove(old_sh, doc_id)
-            self._exacts[doc_id], self._simhashes[doc_id] = ex, sh
+        else:  # a new version of the page: it replaces the older one (in the SimHash index
+            # too: an id has one fingerprint there)
+            if self.by_exact.get(self._exacts[doc_id]) == doc_id:
+                del self.by_exact[self._exacts[doc_id]]
+            self._exacts[doc_id] = ex
+            if not sh:
+                self.index.discard(doc_id)
         self.by_exact.setdefault(ex, doc_id)
         if sh:
             self.index.add(sh, doc_id)
