@@ -1,12 +1,11 @@
 """Shared fixtures: the test web in a subprocess and real `scrapy crawl` runs against it.
 
-The files can run on two pytest-xdist workers, each taking whole files (``pytest -n 2 --dist
-loadfile``): each file that uses the machine's Redis has a database of its own (9:
-distributed, 11: control, 12: events, 13 and 14: the frontier contract, one a worker, 15: the
-hostile web's Redis crawl), servers bind free ports, crawls work in temporary directories,
-and the real-site corpus is built under a file lock.  CI runs them one after another: on two
-workers three tests failed in turn (a render timeout's 1 s fallback, the API's fuzzing
-drawing a key the API refuses, a harvest comparison), see docs/development.md."""
+The suite runs on two pytest-xdist workers, each taking whole test files (pyproject.toml:
+``--dist loadfile``), so a module's fixtures are built once and its tests run one after
+another.  What files share is kept apart: each file that uses the machine's Redis has a
+database of its own (9: distributed, 11: control, 12: events, 13 and 14: the frontier
+contract, one a worker, 15: the hostile web's Redis crawl), servers bind free ports, crawls
+work in temporary directories, and the real-site corpus is built under a file lock."""
 
 from __future__ import annotations
 

@@ -250,7 +250,8 @@ def test_app_shells_are_rendered_and_every_js_link_fetched(apps, tmp_path: Path)
     assert politeness_violations(log, min_gap=0.2) == []
     assert result.stat("render/ms") > 0
     # the frontier's adaptive delay follows the server's time for the page, not the render's
-    assert result.stat("frontier/delay_max") < 1.0
+    # (the bound: see the next test)
+    assert result.stat("frontier/delay_max") < 3.0
     # WARC: the shells' response records stay; each rendered DOM is a conversion record that
     # refers to its shell's record
     from warcio.archiveiterator import ArchiveIterator
@@ -304,7 +305,10 @@ def test_a_render_that_times_out_falls_back_to_the_plain_page(apps, tmp_path: Pa
     assert "is fetched plainly again" in result.output
     log = read_log(apps.log_path)
     assert politeness_violations(log, min_gap=0.2) == []
-    assert result.stat("frontier/delay_max") < 1.0
+    # the delay is 10x the server's time: taking each render (about 0.9 s here) as the
+    # server's made it 9 s; loopback answers on a loaded machine stay under 0.3 s (a delay of
+    # 1.97 s was seen with two test files running at once)
+    assert result.stat("frontier/delay_max") < 3.0
 
 
 def test_rendering_without_a_browser_is_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:

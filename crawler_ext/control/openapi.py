@@ -8,8 +8,10 @@ from typing import Any
 
 __all__ = ["BODIES", "KEY_PATTERN", "document"]
 
-#: a politeness key as the frontier names it: a host name, or ``ip:<address>``
-KEY_PATTERN = r"^(ip:)?[A-Za-z0-9._\-:\[\]%]{1,253}$"
+#: a politeness key as the frontier names it: a host name, or ``ip:<address>`` (no ``%``:
+#: a client's HTTP library leaves ``%XX`` in a path as it is, so a key with one could not be
+#: named reliably; only an IPv6 zone index has one, and link-local addresses are never fetched)
+KEY_PATTERN = r"^(ip:)?[A-Za-z0-9._\-:\[\]]{1,253}$"
 
 _ERROR = {"type": "object", "required": ["error"],
           "properties": {"error": {"type": "string"}}}
