@@ -4,6 +4,7 @@ crawl of the test web judged by the true PageRank of what it fetched first."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -155,8 +156,10 @@ def test_a_crawl_fetches_the_pages_of_highest_pagerank_early(testweb_factory,
     budget = hosts * pages // 5
     common = {"CRAWLER_EXT_HOSTS": web.hosts_setting, "ROBOTSTXT_OBEY": False,
               "CONCURRENT_REQUESTS": 8}
-    shares = {}
-    for name, settings in (
+    shares: dict[str, list[float]] = {"bfs": [], "opic": []}
+    # two rounds, alternated: one crawl's share moves by about 0.03 (0.58-0.64 breadth-first,
+    # 0.73-0.77 the pack's; with OPIC's importance taken out, 0.60-0.62)
+    for _, (name, settings) in itertools.product(range(2), (
             ("bfs", {"ADDONS": '{"crawler_ext.Addon": null}',  # stock Scrapy, but the names
                      "TWISTED_DNS_RESOLVER": "crawler_ext.dns.CachingResolver",  # resolved
                      "SCHEDULER": "scrapy.core.scheduler.Scheduler", "DEPTH_PRIORITY": 1,
@@ -164,15 +167,15 @@ def test_a_crawl_fetches_the_pages_of_highest_pagerank_early(testweb_factory,
                      "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
                      "DOWNLOAD_DELAY": 0.02, "CONCURRENT_REQUESTS_PER_DOMAIN": 1}),
             ("opic", {"CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS": 16,
-                      "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.02})):
+                      "CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.02}))):
         web.clear_log()
         result = run_crawl("-a", f"seeds={seeds}", "-a", f"max_pages={budget}",
                            items_path=tmp_path / f"{name}.jl", settings={**common, **settings})
         assert result.returncode == 0, result.output[-3000:]
         log = read_log(web.log_path)
         first = {f"{e.host}:{web.port}{e.path}" for e in log[:budget]}
-        shares[name] = len(first & top) / len(top)
-    assert shares["opic"] >= shares["bfs"] + 0.1, shares
+        shares[name].append(len(first & top) / len(top))
+    assert sum(shares["opic"]) / 2 >= sum(shares["bfs"]) / 2 + 0.07, shares
     assert result.stats.get("frontier/promoted", 0) > 0
     assert politeness_violations(log, 0.02, tolerance=0.005) == []
 
