@@ -5,7 +5,8 @@ JOBDIR size, log volume and pages fetched.  Judged over the last 20 minutes (the
 thirds of a shorter run), so that a longer run shows whether bounded memory has filled: RSS
 growth in MB per hour (a least-squares slope), the spread of descriptors, threads and
 processes, and JOBDIR bytes per page fetched in that window.  The samples go to ``SOAK_OUT``
-(default benchmarks/soak.json) and a plot to benchmarks/soak.png."""
+(default benchmarks/soak.json) and a plot to benchmarks/soak.png; ``SOAK_SETTINGS`` adds
+settings to the crawl (``NAME=value`` pairs, space-separated), for comparisons."""
 
 from __future__ import annotations
 
@@ -103,6 +104,9 @@ def bench_soak(quick: bool) -> None:
                    "-s", f"CLOSESPIDER_TIMEOUT={int(minutes * 60)}",
                    "-s", f"LOG_FILE={log}",
                    "-s", f"CRAWLER_EXT_STATS_FILE={work / 'stats.json'}"]
+            # more settings, to compare (e.g. SOAK_SETTINGS=CRAWLER_EXT_FRONTIER_DISK_ENGINE=sqlite)
+            for pair in os.environ.get("SOAK_SETTINGS", "").split():
+                cmd += ["-s", pair]
             started = time.time()
             proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
