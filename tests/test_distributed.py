@@ -311,6 +311,55 @@ def test_a_worker_back_from_a_stall_fetches_nothing_another_took_meanwhile(redis
     assert a.next(time.time()) is None and stats["frontier/redis/leases_fenced"] == 1
 
 
+@pytest.mark.parametrize("ends", ["after", "during"])
+def test_a_fetch_from_a_lost_lease_frees_nothing_when_its_key_is_leased_again(single_redis,
+                                                                            ends) -> None:
+    """Stalled past its lease with a fetch in flight: another worker takes the key over,
+    fetches and frees it; the stalled worker, resumed, leases the key again.  The old
+    fetch's end -- reported after the exchange that leases the key again, or during it (after
+    that exchange collected what it sends) -- must not free the new lease: the key would go
+    to another worker while this one fetches from it (a politeness violation across workers,
+    seen in the cluster nemesis)."""
+    redis = single_redis
+    a, b = _frontier(redis, 2.0, delay=0.5), _frontier(redis, 2.0, delay=0.5)
+    for f in (a, b):
+        f.open()
+    a.add([_entry("h1", n) for n in range(1, 5)])
+    _exchange(a)
+    old = a.next(time.time())
+    assert old is not None and old.key == "h1"  # in flight
+    time.sleep(2.3)  # a stalls past its lease
+    assert [e.key for e in _exchange(b)] == ["h1"]  # b takes the key over
+    got = b.next(time.time())
+    b.done(got, Outcome(200, 0.01), time.time())
+    b.complete([got.id])
+    _exchange(b)  # h1 rests 0.5 s
+    time.sleep(0.6)
+
+    def old_fetch_ends() -> None:
+        a.done(old, Outcome(200, 0.01), time.time())
+        a.complete([old.id])
+
+    if ends == "during":  # (the exchange runs in its thread, the fetch ends on the reactor)
+        run = a.sync.exchanger.run
+        a.sync.exchanger.run = lambda *args, **kw: (old_fetch_ends(), run(*args, **kw))[1]
+    assert [e.key for e in _exchange(a)] == ["h1"]  # gone, and leased again
+    if ends == "after":
+        old_fetch_ends()
+    else:
+        a.sync.exchanger.run = run
+    new = a.next(time.time())
+    assert new is not None and new.key == "h1"  # in flight under the new lease
+    _exchange(a)
+    time.sleep(0.6)
+    assert _exchange(b) == []  # h1 is still a's
+    a.done(new, Outcome(200, 0.01), time.time())
+    a.complete([new.id])
+    _exchange(a)
+    time.sleep(0.6)
+    assert [e.key for e in _exchange(b)] == ["h1"]  # freed by the fetch of its lease
+
+
 def test_a_parked_key_waits_in_redis_and_holds_no_crawl_open(redis) -> None:
     """robots.txt of a host failed: the key goes back to Redis parked until the retry; no
     worker takes it before, and its entries do not count as work that keeps a crawl open."""
@@ -873,6 +922,47 @@ def test_completions_wait_until_a_replica_holds_the_pushes(cluster) -> None:
     assert sum(int(client.hlen(f"{tag}:e")) for tag in frontier.tags) == 10
     assert frontier.claims.unconfirmed() == 0 and stats["frontier/redis/held_for_replicas"] == 1
     client.flushall()
+    client.close()
+
+
+def test_a_primary_behind_its_replica_is_reported_whatever_connection_the_pool_gives(
+        cluster) -> None:
+    """``WAIT`` counts the writes made before the last command of the connection it goes
+    on, and other threads (the shared content index's log) take connections from the same
+    pool: here the ``WAIT`` gets one idle since before the write, and with the replica
+    stalled it answered 1 at once.  The lag must be reported whatever connection the pool
+    hands out, and end when a replica has the writes."""
+    client = cluster_client(cluster.url)
+    node = client.get_node_from_key("lag-test")
+    pool = client.get_redis_connection(node).connection_pool
+    assert client.replicas_connected(node) == 1  # (asked now: not again for 10 s)
+
+    def rotate() -> None:  # the connection used last goes under another one
+        first, second = pool.get_connection(), pool.get_connection()
+        pool.release(first)
+        pool.release(second)
+
+    rotate()  # two connections, both idle
+    replica = cluster.procs[cluster.replica_of(int(node.name.rsplit(":", 1)[1]))]
+    replica.send_signal(signal.SIGSTOP)
+    try:
+        pipe = client.pipeline()
+        pipe.set("lag-test", "1")
+        rotate()  # (another thread's turn with the pool)
+        pipe.execute()
+        lagging = pipe.lagging
+        rotate()
+        again = client.pipeline()
+        again.execute()  # nothing written: the lagging node is asked again
+        still = again.lagging
+    finally:
+        replica.send_signal(signal.SIGCONT)
+    assert lagging == [node.name] and still == [node.name]
+    cluster.wait_ok()
+    caught_up = client.pipeline()
+    caught_up.execute()
+    assert caught_up.lagging == []
+    client.delete("lag-test")
     client.close()
 
 

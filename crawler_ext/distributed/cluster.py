@@ -11,6 +11,7 @@ the reactor.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -35,14 +36,22 @@ class DirectPipeline:
     nothing.  Whether a node has one is asked (``INFO replication``) at most every
     ``REPLICAS_TTL`` seconds.  A node whose replica did not acknowledge in time is named in
     ``lagging``: the frontier then holds back what depends on those writes (see
-    ``RedisFrontier``) until a later ``WAIT`` succeeds."""
+    ``RedisFrontier``) until a later ``WAIT`` succeeds.
+
+    ``WAIT`` counts the writes of the connection it is sent on, and the client's pool may
+    hand the commands and the ``WAIT`` different connections (other threads use the client:
+    the shared content index's log).  So each node's ``WAIT`` goes in one round trip behind a
+    marker write on the same connection (a key of a slot written, expiring): the node's
+    replication stream is ordered, so a replica that holds the marker holds every write the
+    node acknowledged before it, from any connection."""
 
     REPLICA_WAIT_MS = 50
+    MARKER_TTL_MS = 60_000
 
-    def __init__(self, client: RedisCluster) -> None:
+    def __init__(self, client: ClusterClient) -> None:
         self._client = client
         self._replies: list[Any] = []
-        self._nodes: dict[str, Any] = {}
+        self._nodes: dict[str, tuple[Any, str]] = {}  # name -> node, a key written there
         #: after ``execute``: the nodes (host:port) whose writes, these or earlier ones, no
         #: replica has acknowledged yet (a replica cut off or slow); they are asked again
         #: with the next pipeline's
@@ -65,7 +74,7 @@ class DirectPipeline:
             if key is not None and not isinstance(reply, RedisError):
                 try:
                     node = self._client.get_node_from_key(key)
-                    self._nodes[node.name] = node
+                    self._nodes[node.name] = (node, _text(key))
                 except (RedisError, AttributeError, TypeError):
                     pass
             self._replies.append(reply)
@@ -78,35 +87,48 @@ class DirectPipeline:
 
     def execute(self, raise_on_error: bool = True) -> list[Any]:
         replies, self._replies = self._replies, []
-        nodes, self._nodes = self._nodes, {}
-        # nodes whose earlier writes no replica had acknowledged: asked again
-        lagging: dict[str, Any] = self._client.__dict__.setdefault("_lagging", {})
-        if lagging:  # a node no longer a primary failed over: its writes are where they are
-            # (and the frontier, finding another node serving its shards, lets go of them)
+        written, self._nodes = self._nodes, {}
+        client = self._client
+        # nodes whose earlier writes (this pipeline's or another's) no replica had
+        # acknowledged: asked again; one no longer a primary failed over: its writes are
+        # where they are (and the frontier, finding another node serving its shards, lets
+        # go of them)
+        earlier = client.lagging_since()
+        if earlier:
             try:
-                primaries = {node.name for node in self._client.get_primaries()}
+                primaries = {node.name for node in client.get_primaries()}
             except RedisError:
-                primaries = set(lagging)
-            nodes = {**{name: node for name, node in lagging.items() if name in primaries},
-                     **nodes}
-        lagging.clear()
-        replicas = getattr(self._client, "replicas_connected", None)
-        for node in nodes.values():
-            if replicas is not None and not replicas(node):
-                continue  # no replica to wait for: the write stands on its primary alone
-            try:
-                acknowledged = self._client.execute_command(
-                    "WAIT", 1, self.REPLICA_WAIT_MS, target_nodes=node)
-            except RedisError:
-                acknowledged = 0
-            if not isinstance(acknowledged, int) or acknowledged < 1:
-                lagging[node.name] = node
-        self.lagging = sorted(lagging)
+                primaries = set(earlier)
+            client.caught_up(set(earlier) - primaries, time.monotonic())
+            earlier = {name: item for name, item in earlier.items() if name in primaries}
+        nodes = {**earlier, **written}
+        behind: dict[str, tuple[Any, str]] = {}
+        for name, (node, key) in nodes.items():
+            asked_at = time.monotonic()
+            # (no replica connected: nothing to wait for, the writes stand on the primary)
+            if not client.replicas_connected(node) or self._replicated(node, key):
+                client.caught_up({name}, asked_at)
+            else:
+                behind[name] = (node, key)
+        client.behind(behind)
+        self.lagging = sorted(behind)
         if raise_on_error:
             for reply in replies:
                 if isinstance(reply, RedisError):
                     raise reply
         return replies
+
+    def _replicated(self, node: Any, key: str) -> bool:
+        """A marker written to ``node`` (in ``key``'s slot), then ``WAIT``, on one
+        connection: whether a replica acknowledged it in time."""
+        try:
+            pipe = self._client.get_redis_connection(node).pipeline(transaction=False)
+            pipe.set(f"{{{_hash_tag(key)}}}:replicated", b"1", px=self.MARKER_TTL_MS)
+            pipe.execute_command("WAIT", 1, self.REPLICA_WAIT_MS)
+            _, acknowledged = pipe.execute()
+        except RedisError:
+            return False
+        return isinstance(acknowledged, int) and acknowledged >= 1
 
     def reset(self) -> None:
         self._replies = []
@@ -122,6 +144,20 @@ class DirectPipeline:
         return len(self._replies)
 
 
+def _text(key: Any) -> str:
+    return key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else str(key)
+
+
+def _hash_tag(key: str) -> str:
+    """What Redis Cluster hashes of ``key``: its ``{tag}`` if it has a non-empty one."""
+    start = key.find("{")
+    if start >= 0:
+        end = key.find("}", start + 1)
+        if end > start + 1:
+            return key[start + 1:end]
+    return key
+
+
 class ClusterClient(RedisCluster):
     """``RedisCluster`` whose pipelines are :class:`DirectPipeline` s."""
 
@@ -129,6 +165,38 @@ class ClusterClient(RedisCluster):
 
     def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> DirectPipeline:
         return DirectPipeline(self)
+
+    # the nodes whose writes no replica has acknowledged yet, for every pipeline of the
+    # client (threads included): node name -> (node, a key written there, when recorded)
+    def _lagging(self) -> tuple[threading.Lock, dict[str, tuple[Any, str, float]]]:
+        state = self.__dict__.get("_lagging_state")
+        if state is None:
+            state = self.__dict__.setdefault("_lagging_state", (threading.Lock(), {}))
+        return state
+
+    def lagging_since(self) -> dict[str, tuple[Any, str]]:
+        lock, lagging = self._lagging()
+        with lock:
+            return {name: (node, key) for name, (node, key, _) in lagging.items()}
+
+    def behind(self, nodes: dict[str, tuple[Any, str]]) -> None:
+        """``nodes``' writes have not reached a replica (as of now)."""
+        lock, lagging = self._lagging()
+        now = time.monotonic()
+        with lock:
+            for name, (node, key) in nodes.items():
+                lagging[name] = (node, key, now)
+
+    def caught_up(self, names: set[str], marked_at: float) -> None:
+        """A replica of each of ``names`` holds what the node acknowledged before
+        ``marked_at`` (or the node is no longer a primary): its lag recorded before then is
+        over; a lag recorded since (another thread's writes) stands."""
+        lock, lagging = self._lagging()
+        with lock:
+            for name in names:
+                item = lagging.get(name)
+                if item is not None and item[2] < marked_at:
+                    del lagging[name]
 
     def replicas_connected(self, node: Any) -> int:
         """Replicas connected to ``node`` now (asked at most every REPLICAS_TTL seconds;

@@ -181,10 +181,10 @@ class RedisFrontier:
         return self.leases.ready_time()
 
     def done(self, entry: Entry, outcome: Outcome, now: float) -> float:
-        state = self.leases.state(entry.key)
+        state = self.leases.state(entry.key) if self.leases.ours(entry) else None
         delay = self.policy.update(state or HostState(), outcome, now,
                                    self.key_floors.get(entry.key, 0.0))
-        if state is None:  # let go (a restart): the key is not ours to free
+        if state is None:  # its lease was lost (a restart, or expired): not ours to free
             return delay
         # its robots.txt arrived: the entry waiting goes after the delay; else the key goes
         if not self.leases.robots_fetched(entry.key, now + delay):
@@ -193,7 +193,7 @@ class RedisFrontier:
 
     def release(self, entry: Entry, now: float) -> None:
         """Dropped before the network: free the key, its next allowed time unchanged."""
-        if self.leases.holds(entry.key):  # (let go after a restart: not ours to free)
+        if self.leases.ours(entry):  # (its lease lost: not ours to free)
             self.leases.release(entry.key, None, waiting=True)
 
     def complete(self, entry_ids: list[int]) -> None:

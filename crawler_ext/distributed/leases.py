@@ -37,6 +37,9 @@ class LeaseBook:
         self._robots_wait: dict[str, Entry] = {}  # waiting for their robots.txt fetch
         self._release: list[Release] = []
         self._done: list[tuple[int, str]] = []  # completed, not yet sent
+        # in flight when their key's lease was lost (gone, or a restart): their end frees
+        # nothing, even once this worker leases the key again
+        self._orphans: set[int] = set()
         self.parked: dict[str, float] = {}  # keys this worker parked -> until (for reports)
         self._parking: set[str] = set()  # parked, their release not yet sent
         # key -> whether new URLs of it waited in Redis when this worker last leased it
@@ -45,6 +48,14 @@ class LeaseBook:
     # -- what is held -------------------------------------------------------------------------
     def holds(self, key: str) -> bool:
         return key in self._states
+
+    def ours(self, entry: Entry) -> bool:
+        """Whether the end of ``entry``'s fetch frees its key: the key is leased and the
+        entry was leased under that lease (asked once, when the fetch ends)."""
+        if entry.id in self._orphans:
+            self._orphans.discard(entry.id)
+            return False
+        return entry.key in self._states
 
     def state(self, key: str) -> HostState | None:
         held = self._states.get(key)
@@ -127,9 +138,16 @@ class LeaseBook:
         if waiting is not None:
             self._held.pop(waiting.id, None)
 
-    def gone(self, keys: set[str]) -> int:
+    def gone(self, keys: set[str]) -> tuple[int, int]:
         """Keys whose lease expired in Redis while this worker held them: their entries not
-        yet dispatched are let go (how many), those in flight free nothing when done."""
+        yet dispatched are let go, those in flight free nothing when done, and their
+        releases not yet sent are dropped (each would free a lease of the key that this
+        worker takes again, by its name).  Returns the entries let go and the releases
+        dropped."""
+        kept = [item for item in self._release if item[0] not in keys]
+        dropped = len(self._release) - len(kept)
+        self._release = kept
+        self._parking.difference_update(keys)
         waiting = [entry for _, _, entry in self._ready if entry.key in keys]
         if waiting:
             self._ready = [item for item in self._ready if item[2].key not in keys]
@@ -137,19 +155,23 @@ class LeaseBook:
         for entry in waiting:
             self.let_go(entry)
         let_go = len(waiting)
+        self._orphans.update(entry_id for entry_id, key in self._held.items() if key in keys)
         for key in keys.difference(entry.key for entry in waiting):
             self._states.pop(key, None)  # (its entry in flight: done() frees nothing)
             robots_first = self._robots_wait.pop(key, None)  # waiting for its robots.txt
             if robots_first is not None:
                 self.let_go(robots_first)
                 let_go += 1
-        return let_go
+        return let_go, dropped
 
     def forget(self) -> tuple[int, int]:
         """Redis lost writes (a restart or failover): every lease and release is let go.
         Returns the entries that were waiting, and those in flight."""
         waiting = self.waiting()
         in_flight = len(self._held) - waiting
+        self._orphans.update(self._held)  # (those waiting are never fetched: dropped below)
+        self._orphans.difference_update(entry.id for _, _, entry in self._ready)
+        self._orphans.difference_update(entry.id for entry in self._robots_wait.values())
         self._release.clear()  # keys (and entries to requeue) leased from before: not ours
         self._ready.clear()
         self._robots_wait.clear()

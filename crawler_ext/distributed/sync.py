@@ -158,9 +158,11 @@ class Sync:
         now = time.time()
         self.fence.answered(out.answered, out.sent_at)
         if out.gone:  # (before the entries taken now: a key may be gone and taken again)
-            let_go = self.leases.gone(set(out.gone))
+            let_go, released = self.leases.gone(set(out.gone))
             if let_go:
                 self._stat("frontier/redis/leases_fenced", let_go)
+            if released:  # (as a release that finds its lease expired in Redis counts)
+                self._stat("frontier/redis/leases_lost", released)
         self._requeue(out.failed)
         self._settle(out)
         if out.restarted:
