@@ -4,7 +4,7 @@
                              [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
                              [distributed_scale] [recrawl] [render] [dispatch] [outlinks]
                              [soak] [fuzz] [processors] [focus] [control] [outputs]
-                             [--quick]
+                             [nemesis] [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
 noise affects all rows of one table alike.  Crawls run the reference `web` spider in a
@@ -49,6 +49,7 @@ BENCHES = {
     "focus": ("focus", "bench_focus"),
     "control": ("control", "bench_control"),
     "outputs": ("outputs", "bench_outputs"),
+    "nemesis": ("nemesis", "bench_nemesis"),
 }
 #: measurements run in a process of their own (``harness.in_child``): module, function
 CHILDREN = {
