@@ -38,9 +38,9 @@ class DirectPipeline:
     ``lagging``: the frontier then holds back what depends on those writes (see
     ``RedisFrontier``) until a later ``WAIT`` succeeds.
 
-    ``WAIT`` counts the writes of the connection it is sent on, and the client's pool may
-    hand the commands and the ``WAIT`` different connections (other threads use the client:
-    the shared content index's log).  So each node's ``WAIT`` goes in one round trip behind a
+    ``WAIT`` counts the writes made before the last command of the connection it goes on,
+    and the client's pool may hand the commands and the ``WAIT`` different connections (other
+    threads use the client: the shared content index's log).  So each node's ``WAIT`` goes in one round trip behind a
     marker write on the same connection (a key of a slot written, expiring): the node's
     replication stream is ordered, so a replica that holds the marker holds every write the
     node acknowledged before it, from any connection."""
