@@ -219,10 +219,11 @@ STATS: list[Stat] = [
          "leases of dead workers returned; releases refused or not sent (the lease had "
          "expired); failed "
          "exchanges (retried); seeds popped"),
-    Stat(("frontier/redis/held_for_replicas",),
+    Stat(("frontier/redis/held_for_replicas", "frontier/redis/fetches_held_for_replicas"),
          "Redis Cluster: exchanges whose completions and claims' ends were held back because "
-         "a written primary's replica had not acknowledged the writes (`WAIT`); sent with a "
-         "later exchange"),
+         "a written primary's replica had not acknowledged the writes (`WAIT`), sent with a "
+         "later exchange; times a leased fetch waited (50 ms each) because its shard's "
+         "replica had not acknowledged the lease"),
     Stat(("frontier/redis/restarts", "frontier/redis/refetched_after_restart"),
          "the Redis server (or a cluster shard's node) changed since the last exchange: a "
          "restart or a failover, which may have lost acknowledged writes; the worker let go "

@@ -925,6 +925,40 @@ def test_completions_wait_until_a_replica_holds_the_pushes(cluster) -> None:
     client.close()
 
 
+def test_a_lease_is_not_fetched_until_a_replica_holds_it(cluster) -> None:
+    """Leased while its shard's replica lags: a failover now would lose the lease and the
+    host's next allowed time, and another worker would take the host from the promoted
+    replica at once while this one fetches from it -- so the entry waits (not let go) until a
+    later exchange's WAIT finds the replica caught up."""
+    client = cluster_client(cluster.url)
+    client.flushall()
+    stats: dict[str, float] = {}
+    frontier = RedisFrontier(client, "t", PolitenessPolicy(min_delay=0.0, max_delay=0.0),
+                             [5, 2, 1], RedisBloom(client, "t", 10_000), shards=4, buffer=8,
+                             on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
+    frontier.open()
+    replicas = [proc for port, proc in cluster.procs.items()
+                if port not in cluster.primary_ports()]
+    frontier.add([_entry(f"h{n}", 1) for n in range(1, 9)])  # every shard
+    for proc in replicas:
+        proc.send_signal(signal.SIGSTOP)
+    try:
+        leased = _exchange(frontier)  # pushed and leased, nothing replicated
+        during = frontier.next(time.time())
+    finally:
+        for proc in replicas:
+            proc.send_signal(signal.SIGCONT)
+    assert len(leased) == 8 and during is None
+    assert stats["frontier/redis/fetches_held_for_replicas"] >= 8
+    cluster.wait_ok()
+    _exchange(frontier)
+    time.sleep(0.1)
+    after = [frontier.next(time.time()) for _ in range(8)]
+    assert sorted(e.key for e in after if e is not None) == sorted(e.key for e in leased)
+    client.flushall()
+    client.close()
+
+
 def test_a_primary_behind_its_replica_is_reported_whatever_connection_the_pool_gives(
         cluster) -> None:
     """``WAIT`` counts the writes made before the last command of the connection it goes

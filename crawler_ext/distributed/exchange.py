@@ -122,6 +122,7 @@ class Exchanged:
     confirm: list[Claim] = field(default_factory=list)  # claims' ends to send again
     done_back: list[str] = field(default_factory=list)  # completions to send again
     lagging: list[Any] = field(default_factory=list)  # nodes no replica caught up with yet
+    lagging_shards: set[int] = field(default_factory=set)  # the shards those nodes serve
     restarted: bool = False  # a server restarted or failed over
     parked: dict[int, int] = field(default_factory=dict)  # shard -> entries of parked keys
     gone: list[str] = field(default_factory=list)  # keys whose lease expired while held
@@ -243,6 +244,8 @@ class Exchange:
                         pushed=len(pushes) - filtered - len(wait), reclaimed=reclaimed,
                         wait=wait, commands=commands + seen_commands, lagging=lagging,
                         restarted=restarted, dropped=dropped)
+        if lagging:
+            out.lagging_shards = self._served_by(set(lagging))
         remote: dict[int, int] = {}
         for n, result in zip(shards, results):
             if isinstance(result, Exception):
@@ -291,6 +294,15 @@ class Exchange:
         if final and out.failed:
             raise RuntimeError(out.error)
         return out
+
+    def _served_by(self, nodes: set[str]) -> set[int]:
+        """The shards that ``nodes`` serve (all of them when the client cannot say: the
+        safe side, their fetches wait)."""
+        try:
+            return {n for n in range(self.shards)
+                    if self.redis.get_node_from_key(self._tags[n]).name in nodes}
+        except Exception:  # noqa: BLE001 - the cluster's slots in flux (a failover)
+            return set(range(self.shards))
 
     def _distrust(self, shards: set[int], ops: dict[int, ShardOps],
                   confirm: list[Claim]) -> tuple[int, list[Claim]]:

@@ -82,6 +82,7 @@ class RedisFrontier:
     :class:`~crawler_ext.distributed.exchange.Exchange` in a thread)."""
 
     ROBOTS_SHARE_LIMIT = 64 * 1024  # robots.txt bodies larger than this are not shared
+    REPLICA_RETRY = 0.05  # seconds: a fetch waiting for its shard's replica is tried again
     inspect_blocks = True
     durable = True  # shared between workers: requests travel serialised
 
@@ -158,9 +159,14 @@ class RedisFrontier:
     def next(self, now: float, gate: Gate | None = None) -> Entry | None:
         leases = self.leases
         while (entry := leases.next_due(now)) is not None:
-            if not self.fence.holds(shard_of(entry.key, self.shards)):
+            shard = shard_of(entry.key, self.shards)
+            if not self.fence.holds(shard):
                 leases.let_go(entry)  # Redis not answered for half a lease: unfetched
                 self._stat("frontier/redis/leases_fenced", 1)
+                continue
+            if self.fence.replicating(shard):  # until a replica holds the lease
+                leases.defer(entry, now + self.REPLICA_RETRY)
+                self._stat("frontier/redis/fetches_held_for_replicas", 1)
                 continue
             verdict = gate(entry, now) if gate is not None else entry
             if verdict == DROP:

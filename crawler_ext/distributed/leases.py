@@ -106,6 +106,10 @@ class LeaseBook:
             return heapq.heappop(self._ready)[2]
         return None
 
+    def defer(self, entry: Entry, at: float) -> None:
+        """A leased entry taken from the buffer goes back to it, due at ``at``."""
+        heapq.heappush(self._ready, (at, next(self._seq), entry))
+
     def ready_time(self) -> float | None:
         return self._ready[0][0] if self._ready else None
 

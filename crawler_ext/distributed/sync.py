@@ -157,6 +157,7 @@ class Sync:
         self._syncing = False
         now = time.time()
         self.fence.answered(out.answered, out.sent_at)
+        self.fence.lagging(out.lagging_shards)
         if out.gone:  # (before the entries taken now: a key may be gone and taken again)
             let_go, released = self.leases.gone(set(out.gone))
             if let_go:
