@@ -887,10 +887,8 @@ def test_the_cluster_waits_for_replicas_only_where_one_is_connected(
         assert waits(bare) == 0
 
 
-def test_completions_wait_until_a_replica_holds_the_pushes(cluster) -> None:
-    """A primary answers, its replica has not the writes (stalled): a failover now would lose
-    the pushed links, so the pages they came from are not completed, nor the links' claims
-    ended, until a later WAIT finds the writes on a replica."""
+def _cluster_frontier(cluster) -> tuple[Any, RedisFrontier, dict[str, float]]:
+    """A worker over the (flushed) cluster, no delays; its client and the stats it counts."""
     client = cluster_client(cluster.url)
     client.flushall()
     stats: dict[str, float] = {}
@@ -898,14 +896,25 @@ def test_completions_wait_until_a_replica_holds_the_pushes(cluster) -> None:
                              [5, 2, 1], RedisBloom(client, "t", 10_000), shards=4, buffer=8,
                              on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
     frontier.open()
+    return client, frontier, stats
+
+
+def _replica_processes(cluster) -> list[subprocess.Popen]:
+    return [proc for port, proc in cluster.procs.items() if port not in cluster.primary_ports()]
+
+
+def test_completions_wait_until_a_replica_holds_the_pushes(cluster) -> None:
+    """A primary answers, its replica has not the writes (stalled): a failover now would lose
+    the pushed links, so the pages they came from are not completed, nor the links' claims
+    ended, until a later WAIT finds the writes on a replica."""
+    client, frontier, stats = _cluster_frontier(cluster)
     frontier.add([_entry("h1", 1)])
     page = _exchange(frontier)[0]
     assert frontier.next(time.time()) is page
     frontier.done(page, Outcome(200, 0.01), time.time())
     frontier.complete([page.id])
     frontier.add([_entry(f"h{n}", 2) for n in range(2, 12)])  # the page's links, every shard
-    replicas = [proc for port, proc in cluster.procs.items()
-                if port not in cluster.primary_ports()]
+    replicas = _replica_processes(cluster)
     for proc in replicas:
         proc.send_signal(signal.SIGSTOP)
     try:
@@ -930,15 +939,8 @@ def test_a_lease_is_not_fetched_until_a_replica_holds_it(cluster) -> None:
     host's next allowed time, and another worker would take the host from the promoted
     replica at once while this one fetches from it -- so the entry waits (not let go) until a
     later exchange's WAIT finds the replica caught up."""
-    client = cluster_client(cluster.url)
-    client.flushall()
-    stats: dict[str, float] = {}
-    frontier = RedisFrontier(client, "t", PolitenessPolicy(min_delay=0.0, max_delay=0.0),
-                             [5, 2, 1], RedisBloom(client, "t", 10_000), shards=4, buffer=8,
-                             on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
-    frontier.open()
-    replicas = [proc for port, proc in cluster.procs.items()
-                if port not in cluster.primary_ports()]
+    client, frontier, stats = _cluster_frontier(cluster)
+    replicas = _replica_processes(cluster)
     frontier.add([_entry(f"h{n}", 1) for n in range(1, 9)])  # every shard
     for proc in replicas:
         proc.send_signal(signal.SIGSTOP)
