@@ -36,6 +36,7 @@ def scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None,
     store = None
     if kind == "disk":
         from crawler_ext.frontier import Frontier, PolitenessPolicy
+        from crawler_ext.frontier.adapter.roles import SchedulerOptions
         from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
         from crawler_ext.frontier.disk import DiskStore
         from crawler_ext.frontier.kv import RocksEngine
@@ -48,10 +49,10 @@ def scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None,
         frontier = Frontier(store, PolitenessPolicy(min_delay=0, max_delay=0), [5, 2, 1],
                             max_active_keys=10_000, max_in_flight=1)
         sched = FrontierScheduler(frontier, BloomDupeFilter(capacity=n), DefaultStrategy(Scorer(3)),
-                                  flush_interval=3600, log_interval=0)
+                                  SchedulerOptions(flush_interval=3600, log_interval=0))
         sched.spider = spider
         store.open()
-        left = sched.inflight.left
+        left = sched.parts.inflight.left
     else:
         from scrapy.core.scheduler import Scheduler
         from scrapy.utils.test import get_crawler
@@ -73,7 +74,7 @@ def scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None,
         for request in batch:
             sched.enqueue_request(request)
         if store is not None:
-            sched.durability.flush()  # what the scheduler's flush loop does every 0.2 s
+            sched.parts.durability.flush()  # what the scheduler's flush loop does every 0.2 s
         in_scheduler += time.perf_counter() - t
         done = start + len(batch)
         if done % 2_000_000 == 0:
@@ -106,14 +107,14 @@ def scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None,
                 left(request)  # the download returns at once: the host is free again
             if reap and store is not None and got % 10_000 == 0:
                 t = time.perf_counter()
-                sched.durability.flush()  # completes what was processed, commits, flushes the seen set
+                sched.parts.durability.flush()  # completes what was processed, commits, flushes the seen set
                 flushing[0] += time.perf_counter() - t
         return got
 
     kept = None
     if collector == "census":  # after the dispatches asked for, the next 9,999 before a reap
         drain(dispatch_max or 0)
-        sched.durability.flush()
+        sched.parts.durability.flush()
         before = _tracked_types()
         extra = drain(9_999, reap=False)
         kept = {name: count / extra
@@ -125,7 +126,7 @@ def scale_run(kind: str, n: int, hosts: int, dispatch_max: int | None = None,
     got = drain((dispatch_max or n) if collector != "census" else 0)
     if store is not None:  # the last flush, in the time as the others
         t = time.perf_counter()
-        sched.durability.flush()
+        sched.parts.durability.flush()
         flushing[0] += time.perf_counter() - t
     t3 = time.perf_counter()
     gc.enable()

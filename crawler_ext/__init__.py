@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from crawler_ext.native import compiled, prefer_source, warn_if_stale
+from crawler_ext.runtime.native import compiled, prefer_source, warn_if_stale
 
 __version__ = "0.1.0"
 __all__ = ["Addon", "__version__", "compiled"]

@@ -50,7 +50,10 @@ storage_failed = object()
 #: callable (listener) after which the frontier calls ``listener(kind, subject, reason,
 #: until=None)`` for each URL it refuses at admission (``"refused"``, the URL, the reason) and
 #: each politeness key it parks (``"parked"``, the key, the reason, until when) (the event
-#: stream).
+#: stream); ``canonical``, a callable (url) -> the frontier's canonical form (learned
+#: parameters dropped; the event stream); ``control``, the frontier's
+#: :class:`~crawler_ext.frontier.contract.FrontierControl` (the control API; the event stream
+#: reads whether the operator paused the crawl).
 frontier_opened = object()
 
 #: WARC records were written (sent when the WARC writer reports, at its flushes, and only when

@@ -54,7 +54,7 @@ def test_requests_with_bodies_are_judged_by_scrapys_fingerprinter() -> None:
     scheduler = FrontierScheduler.from_crawler(crawler)
     one = Request("http://e.com/api", method="POST", body=b"a=1")
     two = Request("http://e.com/api", method="POST", body=b"a=2")
-    fps = {scheduler.intake._request_fp(r, r.url) for r in (one, two, one.replace())}
+    fps = {scheduler.parts.intake._request_fp(r, r.url) for r in (one, two, one.replace())}
     assert len(fps) == 2
     # the host's bits are the URL's, so one host's requests still sort together
     from crawler_ext.admission.urls import REST_BITS, fingerprint

@@ -12,7 +12,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import crawler_ext
-from crawler_ext.native import warn_if_stale
+from crawler_ext.runtime.native import warn_if_stale
 
 ROOT = Path(__file__).resolve().parent.parent
 

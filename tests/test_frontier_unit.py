@@ -343,9 +343,9 @@ def test_a_link_rebuilt_untracked_is_the_same_request_but_not_in_trackref() -> N
         crawler = get_crawler(settings_dict={"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
                                              "MEMDEBUG_ENABLED": memdebug})
         scheduler = FrontierScheduler.from_crawler(crawler)
-        assert scheduler.requests.tracked is want
+        assert scheduler.parts.requests.tracked is want
         scheduler.spider = None
-        assert (scheduler.requests.decode(blob) in live_refs[Request]) is want
+        assert (scheduler.parts.requests.decode(blob) in live_refs[Request]) is want
 
 
 def test_a_dispatch_before_the_hosts_next_allowed_time_is_counted() -> None:
@@ -420,7 +420,9 @@ def test_a_request_in_flight_keeps_no_object_for_the_garbage_collector() -> None
 
     from scrapy import Request
 
+    from crawler_ext.frontier.adapter.events import Decisions
     from crawler_ext.frontier.adapter.inflight import InFlight
+    from crawler_ext.frontier.adapter.roles import Port
     from crawler_ext.frontier.lag import LagProbe, ServerLatency
 
     class Response:
@@ -430,8 +432,9 @@ def test_a_request_in_flight_keeps_no_object_for_the_garbage_collector() -> None
     frontier.add([Entry("h", 0, b"U0..http://h/", fp=5)])
     entry = frontier.next(100.0)
     assert entry is not None
-    inflight = InFlight(frontier, None, ServerLatency(LagProbe(lambda: 100.0)), lambda: 100.0,
-                        lambda *a: None)
+    port = Port(inc=lambda *a: None, wake=lambda when, now: None, clock=lambda: 100.0,
+                decisions=Decisions())
+    inflight = InFlight(frontier, None, ServerLatency(LagProbe(lambda: 100.0)), port)
     request = Request("http://h/")
     inflight.add(request, entry, 100.0)
     inflight.downloaded(Response(), request)

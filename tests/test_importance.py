@@ -124,15 +124,15 @@ def test_a_url_linked_by_more_important_pages_goes_out_first(store: str, routed:
         assert sched.next_request() is None
         assert sched.frontier.store.back_size("a.test") == 3
     for request in pages:
-        sched.inflight.left(request)  # downloaded; no engine: the responses are processed
-    sched.durability.reap()
+        sched.parts.inflight.left(request)  # downloaded; no engine: the responses are processed
+    sched.parts.durability.reap()
     out = []
     for _ in range(10):  # one request of a key at a time: each done before the next
         request = sched.next_request()
         if request is None:
             break
         out.append(request)
-        sched.inflight.left(request)
+        sched.parts.inflight.left(request)
     assert [r.url for r in out if "a.test" in r.url] == [
         "http://a.test/t", "http://a.test/x", "http://a.test/y"]
     assert "http://b.test/z" in {r.url for r in out}

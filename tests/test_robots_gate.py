@@ -83,15 +83,15 @@ def test_politeness_keys_by_host_and_by_address() -> None:
     assert politeness_key("http://Example.COM:8080/a") == "example.com"
     assert politeness_key("http://[::1/") == ""  # an invalid URL has no key of its own
     resolved: list = []
-    by_host = PolitenessKeys(by_ip=False, prefetch=False, on_resolved=resolved.extend)
-    assert by_host.key("a.test", "item") == "a.test" and not by_host.waiting()
-    by_ip = PolitenessKeys(by_ip=True, prefetch=False, on_resolved=resolved.extend)
+    by_host = PolitenessKeys(by_ip=False, prefetch=False)
+    assert by_host.key("a.test", "item", resolved.extend) == "a.test" and not by_host.waiting()
+    by_ip = PolitenessKeys(by_ip=True, prefetch=False)
     # an address literal is its own address at once; the URL is admitted right away
-    assert by_ip.key("127.0.0.1", "first") is None and resolved == ["first"]
-    assert by_ip.key("127.0.0.1", "second") == "ip:127.0.0.1"
-    assert by_ip.key("[::1]", "v6") is None and by_ip.known("[::1]") == "ip:::1"
+    assert by_ip.key("127.0.0.1", "first", resolved.extend) is None and resolved == ["first"]
+    assert by_ip.key("127.0.0.1", "second", resolved.extend) == "ip:127.0.0.1"
+    assert by_ip.key("[::1]", "v6", resolved.extend) is None and by_ip.known("[::1]") == "ip:::1"
     # a name waits for its address (here: no reactor, so the name stays its own key)
     resolved.clear()
-    assert by_ip.key("b.test", "third") is None
+    assert by_ip.key("b.test", "third", resolved.extend) is None
     assert resolved == ["third"] and by_ip.known("b.test") == "b.test"
     assert by_ip.known("never.test") == "never.test" and not by_ip.waiting()

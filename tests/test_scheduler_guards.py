@@ -12,11 +12,12 @@ from scrapy.signalmanager import SignalManager
 
 from crawler_ext.dupefilter import BloomDupeFilter
 from crawler_ext.frontier import Frontier, PolitenessPolicy, SqliteStore
-from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META
+from crawler_ext.frontier.adapter.roles import Policies
 from crawler_ext.frontier.adapter.scheduler import FrontierScheduler
 from crawler_ext.frontier.scoring import Scorer
 from crawler_ext.frontier.strategy import DefaultStrategy
 from crawler_ext.hosts.robots import RobotsCache
+from crawler_ext.meta import ROBOTS_META
 from crawler_ext.signals import frontier_commit
 
 
@@ -64,7 +65,7 @@ def make(tmp_path: Path, **kwargs) -> tuple[FrontierScheduler, list[str]]:
 def fetch_one(sched: FrontierScheduler) -> None:
     request = sched.next_request()
     assert request is not None
-    sched.inflight.left(request)  # the download returned; the response was processed
+    sched.parts.inflight.left(request)  # the download returned; the response was processed
 
 
 def test_a_flush_completes_then_signals_then_commits_the_journal_then_the_seen_set(
@@ -73,7 +74,7 @@ def test_a_flush_completes_then_signals_then_commits_the_journal_then_the_seen_s
     assert sched.enqueue_request(Request("http://e.com/a"))
     fetch_one(sched)
     calls.clear()
-    sched.durability.flush()
+    sched.parts.durability.flush()
     assert calls == ["complete", "frontier_commit", "journal commit", "seen flush"]
 
 
@@ -82,7 +83,7 @@ def test_the_seen_set_is_snapshotted_right_after_a_journal_commit(tmp_path: Path
     for i in range(3):
         sched.enqueue_request(Request(f"http://e.com/{i}"))
     calls.clear()
-    sched.durability.snapshot()
+    sched.parts.durability.snapshot()
     assert calls == ["journal commit", "snapshot at 3"]  # the position it covers: 3 admitted
 
 
@@ -90,23 +91,23 @@ def test_nothing_is_completed_while_links_wait_for_dns(tmp_path: Path) -> None:
     sched, calls = make(tmp_path)
     assert sched.enqueue_request(Request("http://e.com/a"))
     fetch_one(sched)
-    sched.keys._waiting["slow.test"] = ["a link waiting for its address"]
+    sched.parts.keys._waiting["slow.test"] = ["a link waiting for its address"]
     calls.clear()
-    sched.durability.reap()
+    sched.parts.durability.reap()
     assert "complete" not in calls  # its parent's links are not journalled yet
     assert sched.has_pending_requests()  # and the waiting link keeps the crawl open
-    sched.keys._waiting.clear()
-    sched.durability.reap()
+    sched.parts.keys._waiting.clear()
+    sched.parts.durability.reap()
     assert calls == ["complete"]
 
 
 def test_pending_counts_unconfirmed_urls_and_robots_redirects(tmp_path: Path) -> None:
     sched, _ = make(tmp_path)
     assert not sched.has_pending_requests()
-    sched.intake.unconfirmed.append((Request("http://e.com/u"), "http://e.com/u", 1, None))
+    sched.parts.intake.unconfirmed.append((Request("http://e.com/u"), "http://e.com/u", 1, None))
     assert sched.has_pending_requests()
-    sched.intake.unconfirmed.clear()
-    robots, _ = make(tmp_path / "r", robots=RobotsCache(agent="t"))
+    sched.parts.intake.unconfirmed.clear()
+    robots, _ = make(tmp_path / "r", policies=Policies(robots=RobotsCache(agent="t")))
     hop = Request("http://e.com/robots1.txt",
                   meta={ROBOTS_META: "http://e.com"})
     assert robots.enqueue_request(hop) and robots.has_pending_requests()

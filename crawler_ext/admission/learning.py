@@ -40,7 +40,8 @@ logger = logging.getLogger(__name__)
 class RuleLearning:
     def __init__(self, admission: Admission, min_evidence: int = 3, path: Path | None = None,
                  on_learned: Callable[[], None] = lambda: None,
-                 inc: Callable[[str, int], None] = lambda name, n: None) -> None:
+                 inc: Callable[[str, int], None] = lambda name, n: None,
+                 shared: Any = None) -> None:
         self.admission = admission
         self.min_evidence = min_evidence
         self.path = path
@@ -48,7 +49,7 @@ class RuleLearning:
         self._inc = inc
         self._evidence: Counter[tuple[str, str]] = Counter()
         self._dup_patterns: Counter[tuple[str, str]] = Counter()
-        self.shared: Any = None  # the distributed crawl's rule log (publish(bytes))
+        self.shared = shared  # the distributed crawl's rule log (publish(bytes)), or None
 
     def content_duplicate(self, url: str, original: str, **_: Any) -> None:
         """The ``content_duplicate`` signal (the dedup middleware's): learn from it."""

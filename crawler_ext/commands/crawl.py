@@ -15,7 +15,7 @@ from scrapy.exceptions import UsageError
 
 from crawler_ext import config
 from crawler_ext.addon import SCHEDULER_PATHS, Addon
-from crawler_ext.focus.middleware import build_classifier
+from crawler_ext.focus import build_classifier
 from crawler_ext.processors.registry import build_table
 from crawler_ext.render.browser import require_render
 

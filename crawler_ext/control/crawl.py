@@ -1,6 +1,6 @@
 """The running crawl as the control API sees it (:class:`~crawler_ext.control.api.CrawlPort`):
 figures from the stats and the frontier, keys from the ledger of fetches and the frontier,
-actions handed to the scheduler's control book.  Runs on the reactor; a shared frontier's
+actions handed to the frontier's control handle (``FrontierControl``).  Runs on the reactor; a shared frontier's
 key state is read in a thread."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import threads
 
+from crawler_ext.frontier.contract import FrontierControl
 from crawler_ext.report.timeseries import HostLedger
 
 __all__ = ["RunningCrawl"]
@@ -32,9 +33,9 @@ _ADMISSION_STATS = ("admission/", "dupefilter/")
 
 
 class RunningCrawl:
-    def __init__(self, crawler: Any, scheduler: Any, history: int = 720) -> None:
+    def __init__(self, crawler: Any, control: FrontierControl, history: int = 720) -> None:
         self.crawler = crawler
-        self.scheduler = scheduler
+        self.control = control  # the frontier's, handed over by ``frontier_opened``
         self.ledger = HostLedger()
         self.samples: deque[dict[str, Any]] = deque(maxlen=history)
         self.recent_errors: deque[dict[str, Any]] = deque(maxlen=100)
@@ -61,7 +62,7 @@ class RunningCrawl:
         self._rate.append((now, int(stats.get("response_received_count", 0))))
         record = {"time": round(now, 3),
                   "stats": {name: stats[name] for name in SERIES_STATS if name in stats},
-                  "frontier": self.scheduler.figures.now(),
+                  "frontier": self.control.figures(),
                   "pages_per_second": self.pages_per_second()}
         self.samples.append(record)
 
@@ -74,17 +75,17 @@ class RunningCrawl:
     # -- CrawlPort ---------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         stats = self.crawler.stats.get_stats()
-        figures = self.scheduler.figures.now()
-        frontier = self.scheduler.frontier
+        figures = self.control.figures()
+        frontier = self.control.frontier
         state = "closing" if self.closing else (
-            "paused" if self.scheduler.control_book.paused else "running")
+            "paused" if self.control.paused else "running")
         return {"state": state, "pages": int(stats.get("response_received_count", 0)),
                 "items": int(stats.get("item_scraped_count", 0)),
                 "pages_per_second": self.pages_per_second(),
                 "queued": figures["queued"], "bands": figures["bands"],
                 "delayed": figures["delayed"], "active_keys": figures["active_hosts"],
                 "parked_keys": len(frontier.parked), "in_flight": figures["in_flight"],
-                "keys_with_rules": len(self.scheduler.controls.keys()),
+                "keys_with_rules": len(self.control.controls.keys()),
                 "errors": _starting(stats, _ERROR_STATS),
                 "dedup": _starting(stats, _DEDUP_STATS),
                 "admission": _starting(stats, _ADMISSION_STATS),
@@ -95,7 +96,7 @@ class RunningCrawl:
         """Keys, busiest first (or slowest: by this worker's latest delay); on a shared crawl
         the busiest by the requests of every worker (``requests``), this worker's own figures
         beside them where it fetched the key."""
-        counts = self.scheduler.control_book.counts
+        counts = self.control.counts
         # (the busiest of many keys: picked, not sorted, on the reactor)
         rows = self.ledger.rows(None if contains or slowest or counts else limit)
         if counts is not None and not slowest:
@@ -108,7 +109,7 @@ class RunningCrawl:
             rows = [row for row in rows if contains in row["key"]]
         if slowest:
             rows.sort(key=lambda row: -(row["delay"] or 0.0))
-        controls = self.scheduler.controls
+        controls = self.control.controls
         ruled = controls.keys()
         for row in rows[:limit]:
             if row["key"] in ruled:
@@ -116,15 +117,15 @@ class RunningCrawl:
         return rows[:limit]
 
     async def key(self, key: str) -> dict[str, Any] | None:
-        frontier = self.scheduler.frontier
+        frontier = self.control.frontier
         if frontier.inspect_blocks:
             state = await threads.deferToThread(frontier.inspect_key, key, time.time())
         else:
             state = frontier.inspect_key(key, time.time())
         if state is None and key not in self.ledger.keys and \
-                key not in self.scheduler.controls.keys():
+                key not in self.control.controls.keys():
             return None
-        return self.scheduler.control_book.key_report(key, state)
+        return self.control.key_report(key, state)
 
     def errors(self) -> list[dict[str, Any]]:
         return list(self.recent_errors)[::-1]
@@ -133,16 +134,16 @@ class RunningCrawl:
         return list(self.samples)
 
     def act(self, action: dict[str, Any]) -> None:
-        self.scheduler.control_book.act(action, "control API")
+        self.control.act(action, "control API")
 
     def seeds(self, urls: list[str]) -> dict[str, Any]:
         spider = self.crawler.spider
         queued = 0
         for url in urls:
             request = Request(url, callback=getattr(spider, "parse", None))
-            if self.scheduler.enqueue_request(request):
+            if self.control.seed(request):
                 queued += 1
-        self.scheduler.engine.wake()
+        self.control.wake()
         # (not an action kept: the frontier keeps the seeds it queued)
         logger.info("Control (control API): seeds, %d URLs (%d queued)", len(urls), queued)
         self.crawler.stats.inc_value("control/actions/seeds")
@@ -159,11 +160,9 @@ class RunningCrawl:
             engine.close_spider_async(reason="operator_stop")))
 
     def checkpoint(self) -> str | None:
-        book = self.scheduler.control_book
-        if not self.scheduler.frontier.durable or book.journal is None:
+        if not self.control.frontier.durable or self.control.journal is None:
             return "the crawl has no JOBDIR: nothing to checkpoint"
-        self.scheduler.durability.flush()
-        self.scheduler.durability.snapshot()
+        self.control.checkpoint()
         logger.info("Control (control API): checkpoint; the frontier committed and the seen "
                     "set snapshotted")
         self.crawler.stats.inc_value("control/actions/checkpoint")

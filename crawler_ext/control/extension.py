@@ -24,7 +24,6 @@ from typing import Any, cast
 from urllib.parse import parse_qs, unquote
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.job import job_dir
 from twisted.internet import defer, task
 from twisted.web import resource, server
@@ -32,8 +31,8 @@ from twisted.web import resource, server
 from crawler_ext import config
 from crawler_ext.control.api import MAX_BODY, ControlAPI, Reply
 from crawler_ext.control.crawl import RunningCrawl
-from crawler_ext.frontier.adapter.engine import scheduler_of
-from crawler_ext.signals import host_released
+from crawler_ext.frontier.contract import FrontierControl
+from crawler_ext.signals import frontier_opened, host_released
 
 __all__ = ["ControlExtension", "write_private"]
 
@@ -45,36 +44,40 @@ SAMPLE_INTERVAL = 1.0  # seconds between the live page's samples
 
 
 class ControlExtension:
-    def __init__(self, crawler: Any) -> None:
+    def __init__(self, crawler: Any, host: str, port: int, token: str | None,
+                 jobdir: str | None) -> None:
         self.crawler = crawler
-        settings = crawler.settings
-        self.host = config.get(settings, "CRAWLER_EXT_CONTROL_HOST")
-        self.port = config.get(settings, "CRAWLER_EXT_CONTROL_PORT")
-        self.token = config.get(settings, "CRAWLER_EXT_CONTROL_TOKEN")
-        self.jobdir = job_dir(settings)
+        self.host, self.port, self.token, self.jobdir = host, port, token, jobdir
         self.crawl: RunningCrawl | None = None
+        self._control: FrontierControl | None = None  # the frontier's, once it opened
         self._listening: Any = None
         self._loop: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> ControlExtension:
-        if not config.get(crawler.settings, "CRAWLER_EXT_CONTROL_ENABLED"):
-            raise NotConfigured
-        ext = cls(crawler)
+        settings = config.enabled_settings(crawler, "CRAWLER_EXT_CONTROL_ENABLED")
+        ext = cls(crawler, config.get(settings, "CRAWLER_EXT_CONTROL_HOST"),
+                  config.get(settings, "CRAWLER_EXT_CONTROL_PORT"),
+                  config.get(settings, "CRAWLER_EXT_CONTROL_TOKEN"), job_dir(settings))
+        crawler.signals.connect(ext.frontier_opened, signal=frontier_opened)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
+
+    def frontier_opened(self, control: FrontierControl | None = None, **_: Any) -> None:
+        """The frontier scheduler opened (before ``spider_opened``): its control handle."""
+        self._control = control
 
     def spider_opened(self, spider: Any) -> None:
         from twisted.internet import reactor
         from twisted.internet.interfaces import IReactorTCP
 
-        scheduler = scheduler_of(self.crawler)
-        if scheduler is None or not hasattr(scheduler, "control_book"):
+        control = self._control
+        if control is None:
             logger.warning("Control API: off, the scheduler is not crawler_ext's frontier")
             return
-        crawl = self.crawl = RunningCrawl(self.crawler, scheduler)
-        scheduler.controls.counting = True  # (requests per key, for the keys' budgets)
+        crawl = self.crawl = RunningCrawl(self.crawler, control)
+        control.controls.counting = True  # (requests per key, for the keys' budgets)
         sig = self.crawler.signals
         sig.connect(self._released, signal=host_released)
         sig.connect(self._spider_error, signal=signals.spider_error)

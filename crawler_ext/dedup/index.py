@@ -26,12 +26,10 @@ from crawler_ext.dedup.extract import fingerprint_text
 from crawler_ext.dedup.simhash import SimHashIndex, exact_hash, simhash
 from crawler_ext.int64 import to_signed as _signed
 from crawler_ext.int64 import to_unsigned as _unsigned
+from crawler_ext.meta import FINGERPRINT_META  # (its home; re-exported here)
 
 __all__ = ["FINGERPRINT_META", "ContentIndex", "PageFingerprint", "Verdict", "page_fingerprint"]
 
-#: request meta key of a fingerprint computed elsewhere (the content processors), or None
-#: for a document no processor read: the dedup middleware judges by it instead
-FINGERPRINT_META = "crawler_ext_fingerprint"
 
 @dataclass(frozen=True)
 class Verdict:

@@ -36,10 +36,10 @@ from crawler_ext.dedup.index import (
     page_fingerprint,
 )
 from crawler_ext.dedup.workers import FingerprintPool
-from crawler_ext.diskfull import is_disk_full, report_disk_full
+from crawler_ext.runtime.diskfull import is_disk_full, report_disk_full
 from crawler_ext.distributed.cli import crawl_prefix, redis_from_settings
 from crawler_ext.distributed.sharedlog import SharedLog
-from crawler_ext.scrapyconf import enabled_component
+from crawler_ext.config.scrapyside import enabled_component
 from crawler_ext.signals import content_checked, content_duplicate, frontier_commit
 
 __all__ = ["ContentDedupMiddleware"]
@@ -87,7 +87,7 @@ class ContentDedupMiddleware:
     def share(self, redis: Any, prefix: str) -> None:
         """Distributed crawl: unique pages go to a shared log that every worker's index reads,
         so a copy of a page another worker fetched is caught too (within about a second)."""
-        shared = SharedLog(redis, f"{prefix}:docs", uuid.uuid4().hex[:12], self._received,
+        shared = SharedLog(redis, f"{prefix}:docs", uuid.uuid4().hex[:12],
                            on_stat=lambda k, v: self.stats and self.stats.inc_value(k, v))
         self._shared = shared
         self.index.on_new = lambda url, ex, sh: shared.publish(
@@ -107,7 +107,7 @@ class ContentDedupMiddleware:
             self.pool.start(asyncio_loop=not is_reactor_installed()
                             or is_asyncio_reactor_installed())
         if self._shared is not None:
-            self._shared.start()
+            self._shared.start(self._received)
 
     def flush(self, **_: Any) -> None:
         """Before the frontier commits its journal: the content index of what it calls done."""

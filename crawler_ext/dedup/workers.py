@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawler_ext.dedup.index import PageFingerprint, page_fingerprint
-from crawler_ext.spawn import start_helper
+from crawler_ext.runtime.spawn import start_helper
 
 __all__ = ["FingerprintPool"]
 

@@ -278,10 +278,8 @@ class RedisFrontier:
     def shared_counts(self, name: str) -> SharedCounts:
         return SharedCounts(self.redis, f"{self.prefix}:counts:{name}")
 
-    def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
-                   on_stat: Callable[[str, float], None]) -> SharedLog:
-        return SharedLog(self.redis, f"{self.prefix}:{name}", self.worker, on_items,
-                         on_stat=on_stat)
+    def shared_log(self, name: str, on_stat: Callable[[str, float], None]) -> SharedLog:
+        return SharedLog(self.redis, f"{self.prefix}:{name}", self.worker, on_stat=on_stat)
 
     def open(self) -> None:
         self.redis.ping()  # fail at start, with the connection error, if Redis is not there

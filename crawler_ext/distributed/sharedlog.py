@@ -25,10 +25,10 @@ _SEP = b"\x1f"
 
 
 class SharedLog:
-    def __init__(self, redis: Any, key: str, worker: str,
-                 on_items: Callable[[list[bytes]], None], interval: float = 1.0,
+    def __init__(self, redis: Any, key: str, worker: str, interval: float = 1.0,
                  on_stat: Callable[[str, float], None] | None = None) -> None:
-        self.redis, self.key, self.on_items, self.interval = redis, key, on_items, interval
+        self.redis, self.key, self.interval = redis, key, interval
+        self.on_items: Callable[[list[bytes]], None] = lambda items: None  # (given at start)
         self.worker = worker.encode()
         self._stat = on_stat or (lambda name, value: None)
         self._out: list[bytes] = []
@@ -41,7 +41,10 @@ class SharedLog:
     def publish(self, item: bytes) -> None:
         self._out.append(self.worker + _SEP + item)
 
-    def start(self) -> None:
+    def start(self, on_items: Callable[[list[bytes]], None]) -> None:
+        """Read the log from its beginning, every ``interval`` seconds: what other workers
+        wrote goes to ``on_items``."""
+        self.on_items = on_items
         self._loop = task.LoopingCall(self.sync)
         self._loop.start(self.interval, now=True)
 

@@ -39,10 +39,11 @@ from crawler_ext.events.outbox import FileOutbox, MemoryOutbox, Outbox
 from crawler_ext.events.record import decision_event, encode, fetch_event
 from crawler_ext.events.sender import Sender
 from crawler_ext.events.sinks import sink_for
-from crawler_ext.frontier.adapter.engine import EngineHandle, engine_of, scheduler_of
-from crawler_ext.frontier.entries import REFRESH_META
+from crawler_ext.frontier.adapter.engine import EngineHandle, engine_of
+from crawler_ext.frontier.contract import FrontierControl
+from crawler_ext.meta import REFRESH_META, WARC_META
 from crawler_ext.signals import frontier_commit, frontier_opened, warc_written
-from crawler_ext.warc.pipeline import WARC_META, payload_digest
+from crawler_ext.warc.pipeline import payload_digest
 
 __all__ = ["EventsExtension"]
 
@@ -63,7 +64,8 @@ class EventsExtension:
         self.max_backlog = max_backlog
         self.close_timeout = close_timeout
         self.spider = ""
-        self.canonical: Callable[[str], str] = canonicalize
+        self.canonical: Callable[[str], str] = canonicalize  # the frontier's, once it opened
+        self._control: FrontierControl | None = None
         self.engine = EngineHandle(crawler)
         # request -> (url, status, fetched_at, content type, length, digest, WARC record id,
         # lane, reason, begun): fetches whose events wait for the engine to finish with them
@@ -96,15 +98,18 @@ class EventsExtension:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def frontier_opened(self, report_decisions: Callable[..., None] | None = None,
-                        **_: Any) -> None:
+                        canonical: Callable[[str], str] | None = None,
+                        control: FrontierControl | None = None, **_: Any) -> None:
+        """The frontier scheduler opened: its decisions, its spelling of URLs (learned
+        parameters dropped) and its control handle (the operator's pause)."""
         if report_decisions is not None:
             report_decisions(self.decided)
+        if canonical is not None:
+            self.canonical = canonical
+        self._control = control
 
     def spider_opened(self, spider: Any) -> None:
         self.spider = getattr(spider, "name", "") or ""
-        admission = getattr(scheduler_of(self.crawler), "admission", None)
-        if admission is not None:  # the frontier's spelling (learned parameters dropped)
-            self.canonical = admission.canonical
         # connected now, after the WARC pipeline's receivers: a response's record id is in its
         # request's meta when it is read here, and its place known when the frontier commits
         sig = self.crawler.signals
@@ -254,8 +259,8 @@ class EventsExtension:
         logger.warning("Events: the crawl goes on after waiting %.0f s for %s", waited,
                        self.sender.where)
         engine = engine_of(self.crawler)
-        book = getattr(scheduler_of(self.crawler), "control_book", None)
-        if engine is not None and not getattr(book, "paused", False):  # (not the operator's)
+        paused = self._control is not None and self._control.paused  # (by the operator)
+        if engine is not None and not paused:
             engine.unpause()
 
     def _figures(self) -> None:

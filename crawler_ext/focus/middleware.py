@@ -31,7 +31,7 @@ from crawler_ext.focus.strategy import SCORE_SCALE
 from crawler_ext.focus.topic import Keywords, load_examples, page_text
 
 __all__ = ["FOCUS_META", "RELEVANCE_META", "FocusMiddleware", "build_classifier",
-           "classifier_for"]
+           "classifier_for", "processor_scoring"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ def build_classifier(settings: Any) -> PageClassifier:
         Keywords.parse(get("CRAWLER_EXT_FOCUS_KEYWORDS")))
 
 
+#: crawler -> its page classifier: two components Scrapy builds apart (this middleware and the
+#: content processors) score with the one classifier, trained once per crawl
 _CLASSIFIERS: WeakKeyDictionary[Any, PageClassifier] = WeakKeyDictionary()
 
 
@@ -63,6 +65,16 @@ def classifier_for(crawler: Any) -> PageClassifier:
     if classifier is None:
         classifier = _CLASSIFIERS[crawler] = build_classifier(crawler.settings)
     return classifier
+
+
+def processor_scoring(crawler: Any) -> tuple[PageClassifier | None, bool]:
+    """What the content processors' workers run for a focused crawl: the page classifier
+    (on each document's text, off the reactor) and whether they keep the words around each
+    link (``CRAWLER_EXT_FOCUS_LINK_CONTEXT``); ``(None, False)`` when focus is off."""
+    if not config.focus_enabled(crawler.settings):
+        return None, False
+    return classifier_for(crawler), config.get(crawler.settings,
+                                               "CRAWLER_EXT_FOCUS_LINK_CONTEXT")
 
 
 class FocusMiddleware:

@@ -26,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from crawler_ext.frontier.controls import KeyControls
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 
-__all__ = ["FrontierBackend", "FrontierHooks", "FrontierParts", "FrontierStore", "Gate",
-           "JournaledFrontier", "SharedFrontier", "SharedLogPort"]
+__all__ = ["FrontierBackend", "FrontierControl", "FrontierHooks", "FrontierParts",
+           "FrontierStore", "Gate", "JournaledFrontier", "SharedFrontier", "SharedLogPort"]
 
 #: A gate looks at the entry about to be dispatched and answers: the entry itself (go), a
 #: substitute entry to dispatch first (a prerequisite such as robots.txt; the entry waits),
@@ -143,9 +144,8 @@ class SharedFrontier(Protocol):
     wait_for_seeds: bool
 
     def attach(self, hooks: FrontierHooks) -> None: ...
-    def shared_log(self, name: str, on_items: Callable[[list[bytes]], None],
-                   on_stat: Callable[[str, float], None]) -> SharedLogPort:
-        """A log every worker reads (learned rules, operator actions)."""
+    def shared_log(self, name: str, on_stat: Callable[[str, float], None]) -> SharedLogPort:
+        """A log every worker reads (learned rules, operator actions), read once started."""
     def shared_counts(self, name: str) -> SharedCountsPort:
         """Counts per key summed over the workers (requests)."""
     def publish_stats(self, stats: dict[str, Any]) -> None: ...
@@ -173,7 +173,8 @@ class SharedLogPort(Protocol):
     """A log every worker of a shared frontier appends to and reads (learned rules)."""
 
     def publish(self, item: bytes) -> None: ...
-    def start(self) -> None: ...
+    def start(self, on_items: Callable[[list[bytes]], None]) -> None:
+        """Read what the other workers write, from the beginning: to ``on_items``."""
     def stop(self) -> None: ...
 
 
@@ -235,3 +236,35 @@ class FrontierStore(Protocol):
 
     def admitted_since(self, mark: int) -> tuple[list[int], int]: ...
     def admitted_mark(self) -> int: ...
+
+
+class FrontierControl(Protocol):
+    """What the operator's tools may read and change of a running frontier: the control API,
+    and the event stream (which must not resume a crawl the operator paused).  The scheduler's
+    control book implements it; the ``frontier_opened`` signal hands it over (``control``)."""
+
+    #: the operator paused the crawl
+    paused: bool
+    #: where key actions are kept across a restart (``JOBDIR/control-actions.jsonl``; None:
+    #: not kept)
+    journal: str | None
+    #: requests per key over every worker of a shared frontier (None: a local crawl)
+    counts: SharedCountsPort | None
+    #: the operator's rules per key, checked by the dispatch gate
+    controls: KeyControls
+    #: the frontier itself, to read (``inspect_key``, ``parked``, ``durable``)
+    frontier: FrontierBackend
+
+    def figures(self) -> dict[str, Any]:
+        """Queued, bands, delayed, active hosts, in flight: now."""
+    def key_report(self, key: str, state: dict[str, Any] | None) -> dict[str, Any]:
+        """A key's state (``inspect_key``'s answer) with its rules, robots.txt and the rule
+        that set its delay."""
+    def act(self, action: dict[str, Any], source: str = "api") -> None:
+        """Apply a validated action, keep it, share it with the other workers, log it."""
+    def seed(self, request: Any) -> bool:
+        """Queue a request the operator gave (admission and the seen set decide)."""
+    def wake(self) -> None:
+        """Ask the engine for requests now."""
+    def checkpoint(self) -> None:
+        """Commit the journal and snapshot the seen set now."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import pickle
 from typing import Any, Final, NamedTuple, Union
+from crawler_ext.meta import REFRESH_META  # (its home; re-exported here)
 
 __all__ = ["CHAIN", "LINK", "LIVE", "REFRESH_META", "REQUEST", "ROBOTS", "ROBOTS_HOP",
            "LinkRecord", "LiveRecord", "Record", "RequestRecord", "RobotsHopRecord",
@@ -34,8 +35,6 @@ ROBOTS_HOP: Final = b"H"
 #: request meta of a URL's pattern-chain length (admission), kept with it in the frontier so
 #: that the worker that fetches it -- after a restart, or another worker -- continues the chain
 CHAIN: Final = "crawler_ext_chain"
-#: request meta of a recrawl's refresh (the revisit lane): True, or the page's history
-REFRESH_META: Final = "crawler_ext_refresh"
 
 
 class LinkRecord(NamedTuple):

@@ -25,6 +25,7 @@ from collections import OrderedDict
 
 from crawler_ext.admission.urls import REST_BITS
 from crawler_ext.recent import RecentMap
+from crawler_ext.meta import IMPORTANCE_META  # (its home; re-exported here)
 
 __all__ = ["IMPORTANCE_META", "MEAN_IMPORTANCE", "Opic"]
 
@@ -33,9 +34,6 @@ SPAN = 4.0
 _LOG_SPAN = math.log(SPAN)
 #: the importance of a URL at the mean cash (a refresh, a URL of another scheme)
 MEAN_IMPORTANCE = 0.5
-#: meta key of a dispatched request: its cash as a multiple of the mean (0.25 to 4), which
-#: weighs the page in its host's revisit allocation (recrawl)
-IMPORTANCE_META = "crawler_ext_importance"
 WEIGHT_RANGE = (0.25, 4.0)
 
 

@@ -35,7 +35,7 @@ from crawler_ext import config
 from crawler_ext.hosts.addresses import literal_address
 from crawler_ext.hosts.guard import NetworkGuard
 from crawler_ext.hosts.pinning import AddressPins
-from crawler_ext.scrapyconf import use_bundled_public_suffix_list
+from crawler_ext.config.scrapyside import use_bundled_public_suffix_list
 
 __all__ = ["NetworkGuard", "NetworkGuardMiddleware", "literal_address", "network_guard",
            "shared_pins"]

@@ -22,10 +22,9 @@ from twisted.internet import task
 
 from crawler_ext import config
 from crawler_ext.admission.urls import InvalidURL, canonicalize, fingerprint_hex, host_of
-from crawler_ext.frontier.adapter.engine import scheduler_of
 from crawler_ext.linkgraph.files import GraphWriter
 from crawler_ext.recent import RecentMap
-from crawler_ext.signals import document_processed
+from crawler_ext.signals import document_processed, frontier_opened
 
 __all__ = ["LinkGraphExtension"]
 
@@ -52,16 +51,19 @@ class LinkGraphExtension:
         ext = cls(crawler, GraphWriter(directory,
                                        config.get(crawler.settings,
                                                   "CRAWLER_EXT_LINKGRAPH_MAX_SIZE")))
+        crawler.signals.connect(ext.frontier_opened, signal=frontier_opened)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext.document_processed, signal=document_processed)
         return ext
 
+    def frontier_opened(self, canonical: Callable[[str], str] | None = None,
+                        **_: Any) -> None:
+        """The frontier's spelling of URLs (learned parameters dropped)."""
+        if canonical is not None:
+            self.canonical = canonical
+
     def spider_opened(self, spider: Any) -> None:
-        scheduler = scheduler_of(self.crawler)
-        admission = getattr(scheduler, "admission", None)
-        if admission is not None:  # the frontier's spelling (learned parameters dropped)
-            self.canonical = admission.canonical
         self.writer.open()
         self._loop = task.LoopingCall(self.flush)
         self._loop.start(1.0, now=False)

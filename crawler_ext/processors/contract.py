@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["Document", "Link", "Processed", "Processor"]
+__all__ = ["Document", "Link", "Processed", "Processor", "RelevanceScorer"]
 
 
 class Link(NamedTuple):
@@ -69,3 +69,10 @@ class Processor(Protocol):
     content_kind: str
 
     def process(self, document: Document) -> Processed: ...
+
+
+class RelevanceScorer(Protocol):
+    """What scores a document's text in the workers (a focused crawl's page classifier):
+    its relevance to the crawl's topic, 0 to 1.  Pickled into each worker."""
+
+    def relevance(self, text: str) -> float: ...

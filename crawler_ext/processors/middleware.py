@@ -21,12 +21,11 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from scrapy import Request, signals
-from scrapy.exceptions import NotConfigured, StopDownload
+from scrapy.exceptions import StopDownload
 from scrapy.http import Response
 
 from crawler_ext import config
-from crawler_ext.dedup.index import FINGERPRINT_META
-from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META
+from crawler_ext.meta import FINGERPRINT_META, ROBOTS_META
 from crawler_ext.processors.contract import Document, Processed
 from crawler_ext.processors.pool import ProcessorPool
 from crawler_ext.processors.registry import build_table, lookup
@@ -54,16 +53,12 @@ class ProcessorMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> ProcessorMiddleware:
-        s = crawler.settings
-        if not config.get(s, "CRAWLER_EXT_PROCESSORS_ENABLED"):
-            raise NotConfigured  # (no message: Scrapy would log it as a warning)
+        s = config.enabled_settings(crawler, "CRAWLER_EXT_PROCESSORS_ENABLED")
         table = build_table(config.get(s, "CRAWLER_EXT_PROCESSORS"))
-        scorer, context = None, False
-        if config.focus_enabled(s):  # the page classifier runs in the workers too
-            from crawler_ext.focus.middleware import classifier_for
+        # a focused crawl's page classifier runs in the workers too
+        from crawler_ext.focus import processor_scoring
 
-            scorer = classifier_for(crawler)
-            context = config.get(s, "CRAWLER_EXT_FOCUS_LINK_CONTEXT")
+        scorer, context = processor_scoring(crawler)
         pool = ProcessorPool(config.get(s, "CRAWLER_EXT_PROCESSOR_WORKERS"), table,
                              min_words=config.get(s, "CRAWLER_EXT_DEDUP_MIN_WORDS"),
                              timeout=config.get(s, "CRAWLER_EXT_PROCESSOR_TIMEOUT"),

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crawler_ext.processors.contract import Document, Processed
+from crawler_ext.processors.contract import Document, Processed, RelevanceScorer
 from crawler_ext.processors.sniff import kind_of
-from crawler_ext.spawn import start_helper
+from crawler_ext.runtime.spawn import start_helper
 
 __all__ = ["ProcessorPool"]
 
@@ -47,7 +47,7 @@ def _address_space() -> int:
 
 
 def _serve(conn: Any, table: Mapping[str, str], min_words: int, memory_mb: int,
-           scorer: Any = None, link_context: bool = False) -> None:
+           scorer: RelevanceScorer | None = None, link_context: bool = False) -> None:
     """A worker: documents in, ``(Processed, fingerprint)`` out, until the pipe closes."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from crawler_ext.processors.work import Runner
@@ -90,7 +90,7 @@ class ProcessorPool:
 
     def __init__(self, workers: int, table: Mapping[str, str], min_words: int = 20,
                  timeout: float = 30.0, memory_mb: int = 512, stats: Any = None,
-                 scorer: Any = None, link_context: bool = False) -> None:
+                 scorer: RelevanceScorer | None = None, link_context: bool = False) -> None:
         self.size = workers
         self.scorer = scorer  # a focused crawl's page classifier, run on each text
         self.link_context = link_context  # and the words around each link, for its scorer

@@ -16,7 +16,7 @@ from typing import Any
 from crawler_ext.dedup.extract import normalise
 from crawler_ext.dedup.index import PageFingerprint
 from crawler_ext.dedup.simhash import exact_hash, simhash
-from crawler_ext.processors.contract import Document, Processed
+from crawler_ext.processors.contract import Document, Processed, RelevanceScorer
 from crawler_ext.processors.registry import load_processor, lookup
 from crawler_ext.processors.sniff import kind_of
 
@@ -44,7 +44,7 @@ class Runner:
     """Processors by MIME type, each built once, in the process that runs them."""
 
     def __init__(self, table: Mapping[str, str], min_words: int = 20,
-                 scorer: Any = None, link_context: bool = False) -> None:
+                 scorer: RelevanceScorer | None = None, link_context: bool = False) -> None:
         self.table = dict(table)
         self.min_words = min_words
         self.link_context = link_context  # the words around each link (a focused crawl)

@@ -29,15 +29,13 @@ from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 from scrapy.utils.job import job_dir
 
 from crawler_ext import config
 from crawler_ext.admission.urls import host_of
 from crawler_ext.frontier.delays import KeyDelays
-from crawler_ext.frontier.entries import REFRESH_META
-from crawler_ext.frontier.importance import IMPORTANCE_META
+from crawler_ext.meta import IMPORTANCE_META, REFRESH_META
 from crawler_ext.recrawl.history import HISTORY_NAME, HistoryLog, from_snapshot, snapshot
 from crawler_ext.recrawl.policy import RefreshPolicy
 from crawler_ext.signals import frontier_commit, frontier_opened, host_released, sitemap_lastmod
@@ -71,9 +69,7 @@ class RecrawlMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RecrawlMiddleware:
-        s = crawler.settings
-        if not config.get(s, "CRAWLER_EXT_RECRAWL_ENABLED"):
-            raise NotConfigured
+        s = config.enabled_settings(crawler, "CRAWLER_EXT_RECRAWL_ENABLED")
         policy = RefreshPolicy(config.get(s, "CRAWLER_EXT_RECRAWL_MIN_INTERVAL"),
                                config.get(s, "CRAWLER_EXT_RECRAWL_MAX_INTERVAL"),
                                config.get(s, "CRAWLER_EXT_RECRAWL_SHARE"))

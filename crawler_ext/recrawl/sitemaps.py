@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from scrapy import Request
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
@@ -59,9 +59,7 @@ class SitemapMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> SitemapMiddleware:
-        s = crawler.settings
-        if not config.get(s, "CRAWLER_EXT_SITEMAPS_ENABLED"):
-            raise NotConfigured
+        s = config.enabled_settings(crawler, "CRAWLER_EXT_SITEMAPS_ENABLED")
         mw = cls(crawler, config.get(s, "CRAWLER_EXT_SITEMAPS_MAX_URLS"),
                  config.get(s, "CRAWLER_EXT_SITEMAPS_MAX_BYTES"),
                  config.get(s, "CRAWLER_EXT_SITEMAPS_MAX_DEPTH"))

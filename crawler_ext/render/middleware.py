@@ -19,7 +19,7 @@ import logging
 from typing import Any
 
 from scrapy import Request
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import load_object
 
@@ -68,9 +68,7 @@ class RenderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RenderMiddleware:
-        s = crawler.settings
-        if not config.get(s, "CRAWLER_EXT_RENDER_ENABLED"):
-            raise NotConfigured
+        s = config.enabled_settings(crawler, "CRAWLER_EXT_RENDER_ENABLED")
         check_installed(s)
         detector = ShellDetector(threshold=config.get(s, "CRAWLER_EXT_RENDER_THRESHOLD"),
                                  min_words=config.get(s, "CRAWLER_EXT_RENDER_MIN_WORDS"),

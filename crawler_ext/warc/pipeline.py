@@ -33,7 +33,7 @@ from scrapy.exceptions import NotConfigured
 from warcio.statusandheaders import StatusAndHeaders
 
 from crawler_ext import config
-from crawler_ext.diskfull import is_disk_full, report_disk_full
+from crawler_ext.runtime.diskfull import is_disk_full, report_disk_full
 from crawler_ext.hosts.directives import raw_noindex
 from crawler_ext.signals import (content_duplicate, document_processed, frontier_commit,
                                  warc_written)
@@ -41,14 +41,12 @@ from crawler_ext.warc.cdxj import metadata_uri
 from crawler_ext.warc.derivatives import wat_payload, wat_record, wet_record
 from crawler_ext.warc.process import ProcessWriter
 from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
+from crawler_ext.meta import WARC_META  # (its home; re-exported here)
 
 __all__ = ["WARC_META", "WarcPipeline", "payload_digest"]
 
 logger = logging.getLogger(__name__)
 _DROP_HEADERS = {b"transfer-encoding"}
-#: with the event stream on: a fetch's request meta key holding (the id of its response or
-#: revisit record, its payload digest), and the records' places are reported (``warc_written``)
-WARC_META = "crawler_ext_warc"
 
 
 def payload_digest(body: bytes) -> str:

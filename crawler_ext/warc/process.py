@@ -23,7 +23,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from crawler_ext.spawn import start_helper
+from crawler_ext.runtime.spawn import start_helper
 from crawler_ext.warc.background import BackgroundWriter
 from crawler_ext.warc.writer import WarcFileWriter
 

@@ -25,9 +25,12 @@ from typing import Any
 from scrapy.utils.asyncio import create_looping_call
 from twisted.internet import threads
 
+from crawler_ext.frontier.adapter.durability import Durability
 from crawler_ext.frontier.adapter.engine import EngineHandle, engine_of
-from crawler_ext.frontier.adapter.requests import StoredRequests
+from crawler_ext.frontier.adapter.intake import Intake
+from crawler_ext.frontier.adapter.progress import Progress
 from crawler_ext.frontier.adapter.robotsgate import RobotsGate
+from crawler_ext.frontier.adapter.roles import Gates, Stores
 from crawler_ext.frontier.contract import (FrontierBackend, SharedCountsPort, SharedFrontier,
                                            SharedLogPort)
 from crawler_ext.frontier.controls import KEPT_OPS, KEY_OPS, KeyControls
@@ -42,16 +45,21 @@ SHARE_INTERVAL = 1.0  # seconds between two syncs of a shared crawl's requests p
 
 
 class ControlBook:
-    def __init__(self, controls: KeyControls, frontier: FrontierBackend,
-                 shared: SharedFrontier | None, engine: EngineHandle,
-                 robots: RobotsGate | None, requests: StoredRequests,
-                 inc: Callable[..., None], jobdir: str | None = None) -> None:
-        self.controls = controls
-        self.requests = requests  # (the queue head's URLs)
-        self.frontier = frontier
-        self.shared = shared  # the frontier, when shared with other workers
+    """The operator's actions, and what the operator's tools read of the running frontier: the
+    :class:`~crawler_ext.frontier.contract.FrontierControl` the ``frontier_opened`` signal
+    hands over (``control``)."""
+
+    def __init__(self, gates: Gates, stores: Stores, engine: EngineHandle, intake: Intake,
+                 durability: Durability, progress: Progress, inc: Callable[..., None],
+                 jobdir: str | None = None) -> None:
+        self.controls: KeyControls = gates.controls
+        self.frontier: FrontierBackend = stores.frontier
+        self.shared: SharedFrontier | None = stores.shared  # when shared with other workers
         self.engine = engine
-        self.robots = robots
+        self.robots: RobotsGate | None = gates.robots
+        self.intake = intake  # (seeds; the queue head's URLs)
+        self.durability = durability
+        self.progress = progress
         self._inc = inc
         self.journal = os.path.join(jobdir, JOURNAL_NAME) if jobdir else None
         self.paused = False
@@ -61,11 +69,9 @@ class ControlBook:
         self._sharing = False
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def open(self, settings: Any) -> None:
-        """Slot delays, then the kept actions (the journal; a shared crawl's log)."""
-        slots = settings.getdict("DOWNLOAD_SLOTS") if settings is not None else {}
-        delays = {key: float(conf.get("delay") or 0) for key, conf in slots.items()
-                  if isinstance(conf, dict) and conf.get("delay")}
+    def open(self, delays: dict[str, float]) -> None:
+        """Slot delays (``DOWNLOAD_SLOTS``' by key), then the kept actions (the journal; a
+        shared crawl's log)."""
         if delays:
             # (Scrapy's slot keeps its delay too: it counts from the previous request's
             # start, as the gate's floor does, so it adds nothing to the frontier's)
@@ -78,8 +84,8 @@ class ControlBook:
                         self.journal)
         if self.shared is None:
             return
-        self.log = self.shared.shared_log("control", self.from_others, self._stat)
-        self.log.start()
+        self.log = self.shared.shared_log("control", self._stat)
+        self.log.start(self.from_others)
         self.counts = self.shared.shared_counts("requests")
         self.controls.shared = {}  # requests per key over the workers: budgets, the API
         self._loop = create_looping_call(self._share)
@@ -192,9 +198,26 @@ class ControlBook:
                              for origin, s in self.robots.cache.of_host(key).items()}
         return out
 
+    def figures(self) -> dict[str, Any]:
+        """The frontier's figures now (queued, bands, delayed, active hosts, in flight)."""
+        return self.progress.now()
+
+    def seed(self, request: Any) -> bool:
+        """Queue a seed the operator gave (the seen set and admission decide; the engine is
+        woken by :meth:`wake`): whether it was queued."""
+        return self.intake.enqueue(request)
+
+    def wake(self) -> None:
+        self.engine.wake()
+
+    def checkpoint(self) -> None:
+        """Commit the journal and snapshot the seen set, now."""
+        self.durability.flush()
+        self.durability.snapshot()
+
     def _url(self, data: bytes) -> str | None:
         try:
-            return self.requests.url(data)
+            return self.intake.requests.url(data)
         except (ValueError, KeyError, IndexError):  # (a robots.txt hop, not a stored request)
             return None
 

@@ -18,34 +18,33 @@ from crawler_ext.admission import Admission
 from crawler_ext.frontier.adapter.inflight import InFlight
 from crawler_ext.frontier.adapter.requests import StoredRequests
 from crawler_ext.frontier.adapter.robotsgate import RobotsGate
+from crawler_ext.frontier.adapter.roles import Gates, Port
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.controls import KeyControls
 from crawler_ext.frontier.core import DROP
 from crawler_ext.frontier.entries import (CHAIN, ROBOTS_HOP, RobotsRecord, decode, is_robots,
                                           kind_of)
-from crawler_ext.frontier.importance import IMPORTANCE_META
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.frontier.strategy import CrawlingStrategy
 from crawler_ext.hosts.blocklist import Blocklist
+from crawler_ext.meta import IMPORTANCE_META
 
 __all__ = ["Dispatcher"]
 
 
 class Dispatcher:
-    def __init__(self, frontier: FrontierBackend, robots: RobotsGate | None,
-                 blocklist: Blocklist, requests: StoredRequests, admission: Admission,
-                 inflight: InFlight, strategy: CrawlingStrategy, inc: Callable[..., None],
-                 stats: Any = None, controls: KeyControls | None = None) -> None:
+    def __init__(self, frontier: FrontierBackend, gates: Gates, requests: StoredRequests,
+                 inflight: InFlight, strategy: CrawlingStrategy, port: Port) -> None:
         self.frontier = frontier
-        self.robots = robots
-        self.blocklist = blocklist
+        self.robots: RobotsGate | None = gates.robots
+        self.blocklist: Blocklist = gates.blocklist
+        self.admission: Admission = gates.admission
+        self.controls: KeyControls = gates.controls
         self.requests = requests
-        self.admission = admission
         self.inflight = inflight
         self.strategy = strategy
-        self._inc = inc
-        self.stats = stats
-        self.controls = controls if controls is not None else KeyControls()
+        self._inc = port.inc
+        self.stats: Any = port.stats
         # counted here, handed over as stats by count_into (the scheduler's flush): four stat
         # calls per request were a tenth of dispatch
         self._dispatched = 0

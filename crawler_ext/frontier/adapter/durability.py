@@ -19,14 +19,14 @@ from collections.abc import Callable
 from typing import Any
 
 from scrapy.utils.asyncio import call_later
-from scrapy.utils.job import job_dir
 
-from crawler_ext.diskfull import is_disk_full, report_disk_full
+from crawler_ext.runtime.diskfull import is_disk_full, report_disk_full
 from crawler_ext.frontier.adapter.engine import EngineHandle
 from crawler_ext.frontier.adapter.inflight import InFlight
 from crawler_ext.frontier.adapter.intake import Intake
 from crawler_ext.frontier.adapter.keys import PolitenessKeys
 from crawler_ext.frontier.adapter.requests import StoredRequests
+from crawler_ext.frontier.adapter.roles import Gates, Stores
 from crawler_ext.frontier.contract import FrontierBackend, JournaledFrontier
 from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.seen import SeenSet
@@ -41,21 +41,20 @@ STORAGE_ERRORS = (OSError, sqlite3.Error)
 
 
 class Durability:
-    def __init__(self, frontier: FrontierBackend, journal: JournaledFrontier | None,
-                 seen: SeenSet, inflight: InFlight,
-                 intake: Intake, keys: PolitenessKeys, requests: StoredRequests,
-                 blocklist: Blocklist, engine: EngineHandle, crawler: Any,
+    def __init__(self, stores: Stores, gates: Gates, inflight: InFlight, intake: Intake,
+                 requests: StoredRequests, engine: EngineHandle, jobdir: str | None,
                  flush_counts: Callable[[], None]) -> None:
-        self.frontier = frontier
-        self.journal = journal  # the frontier, when it journals here (None: nothing to replay)
-        self.seen = seen
+        self.frontier: FrontierBackend = stores.frontier
+        # the frontier, when it journals here (None: nothing to replay)
+        self.journal: JournaledFrontier | None = stores.journal
+        self.seen: SeenSet = stores.seen
         self.inflight = inflight
         self.intake = intake
-        self.keys = keys
+        self.keys: PolitenessKeys = gates.keys
         self.requests = requests
-        self.blocklist = blocklist
+        self.blocklist: Blocklist = gates.blocklist
         self.engine = engine
-        self.crawler = crawler
+        self.jobdir = jobdir  # (named when its disk fills up)
         self.flush_counts = flush_counts
         self.frozen = False  # a disk filled up: the journal commits nothing more
 
@@ -114,8 +113,7 @@ class Durability:
         self.blocklist.refresh()
         self.intake.confirm()
         self.reap()
-        if self.crawler is not None:
-            self.crawler.signals.send_catch_log(frontier_commit, durable=self.frontier.durable)
+        self.engine.send(frontier_commit, durable=self.frontier.durable)
         if self.frozen:  # what the journal would call done was not all stored
             return
         try:
@@ -157,8 +155,7 @@ class Durability:
         if not is_disk_full(exc):
             raise exc
         self.frozen = True
-        report_disk_full(self.crawler, "jobdir", job_dir(self.crawler.settings)
-                         if self.crawler is not None else None, exc)
+        report_disk_full(self.engine.crawler, "jobdir", self.jobdir, exc)
 
     def storage_failed(self, where: str = "", **_: Any) -> None:
         """``storage_failed``: another component's disk filled up."""

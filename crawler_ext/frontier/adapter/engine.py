@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EngineHandle", "engine_of", "scheduler_of"]
+__all__ = ["EngineHandle", "engine_of"]
 
 
 def engine_of(crawler: Any) -> Any:
@@ -26,16 +26,6 @@ def engine_of(crawler: Any) -> Any:
         return getattr(crawler, "engine", None)
     except (AttributeError, RuntimeError):
         return None
-
-
-def scheduler_of(crawler: Any) -> Any:
-    """The crawl's scheduler once the spider opened, or None (``ExecutionEngine.scheduler``
-    is Scrapy 2.19's; ``_slot.scheduler`` before)."""
-    engine = engine_of(crawler)
-    if engine is None:
-        return None
-    return getattr(engine, "scheduler", None) or \
-        getattr(getattr(engine, "_slot", None), "scheduler", None)
 
 
 class EngineHandle:

@@ -1,51 +1,49 @@
-"""What flows back up the scheduler's parts, through one port.
+"""What flows back up the scheduler's parts to the crawl: the pack's signals the parts send
+(:class:`FrontierEvents`), and the listeners of what the frontier refuses and parks
+(:class:`Decisions`, the event stream's source).
 
-The parts are built in dependency order (keys and learning before the intake that uses
-them), so what a part must tell a later one -- rules learned (known spellings change), a
-host's address resolved (its URLs wait), rules other workers learned, a host's sitemaps
-found, a key released -- goes through :class:`FrontierEvents`: built first, handed to the
-parts as bound methods, and bound to its listeners once they exist (:meth:`bind`).
+Both are built before the parts that use them, so nothing is bound after construction: a
+listener subscribes to :class:`Decisions` (``report_decisions``), it is not set on the parts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from crawler_ext.signals import host_released, sitemaps_found
 
 if TYPE_CHECKING:
-    from crawler_ext.admission import RuleLearning
     from crawler_ext.frontier.adapter.engine import EngineHandle
-    from crawler_ext.frontier.adapter.intake import Intake
 
-__all__ = ["FrontierEvents"]
+__all__ = ["Decisions", "FrontierEvents"]
+
+
+class Decisions:
+    """The listeners told of each URL refused and each key parked: ``(kind, subject, reason,
+    until=None)``, ``kind`` "refused" or "parked"."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[..., None]] = []
+
+    def listen(self, listener: Callable[..., None]) -> None:
+        self._listeners.append(listener)
+
+    @property
+    def heard(self) -> bool:
+        """Whether anybody listens (a decision's details are worked out only then)."""
+        return bool(self._listeners)
+
+    def tell(self, kind: str, subject: str, reason: str, until: float | None = None) -> None:
+        for listener in self._listeners:
+            listener(kind, subject, reason, until)
 
 
 class FrontierEvents:
+    """The pack's signals sent by the parts, through the engine's crawler."""
+
     def __init__(self, engine: EngineHandle) -> None:
         self.engine = engine
-        self._intake: Intake | None = None
-        self._learning: RuleLearning | None = None
-
-    def bind(self, intake: Intake, learning: RuleLearning) -> None:
-        """The listeners, once built."""
-        self._intake = intake
-        self._learning = learning
-
-    def rules_learned(self) -> None:
-        """A parameter was learned irrelevant: spellings get other canonical forms."""
-        if self._intake is not None:
-            self._intake.forget_known()
-
-    def addresses_resolved(self, waited: list[Any]) -> None:
-        """A host's address is known: the URLs that waited for it are admitted."""
-        if self._intake is not None:
-            self._intake.resolved(waited)
-
-    def rules_from_others(self, items: list[bytes]) -> None:
-        """Rules other workers learned (a shared frontier's rule log)."""
-        if self._learning is not None:
-            self._learning.from_others(items)
 
     def sitemaps_found(self, origin: str, sitemaps: list[str]) -> None:
         """robots.txt of ``origin`` listed ``sitemaps``: the pack's signal."""

@@ -1,6 +1,7 @@
 """Building the frontier from Scrapy settings: the politeness policy, the backend (memory,
 disk, sqlite or Redis), the robots.txt cache and the scheduler's other parts
-(:func:`scheduler_parts`).  The scheduler's ``from_crawler`` calls these;
+(:func:`scheduler_build`: the options, the policies and the stores).  The scheduler's
+``from_crawler`` calls these;
 ``scrapy crawl`` calls :func:`make_store` first, so a bad combination stops it with one line."""
 
 from __future__ import annotations
@@ -8,13 +9,15 @@ from __future__ import annotations
 import importlib.util
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy.utils.job import job_dir
 
 from crawler_ext import config
-from crawler_ext.admission import AdmissionRules
-from crawler_ext.frontier.contract import FrontierParts, FrontierStore
+from crawler_ext.admission import Admission, AdmissionRules
+from crawler_ext.frontier.adapter.roles import Policies, SchedulerOptions
+from crawler_ext.frontier.contract import (FrontierBackend, FrontierParts, FrontierStore,
+                                           JournaledFrontier, SharedFrontier)
 from crawler_ext.frontier.core import Frontier
 from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import make_engine
@@ -23,13 +26,15 @@ from crawler_ext.frontier.scoring import Scorer, load_host_ranks
 from crawler_ext.frontier.sqlite import SqliteStore
 from crawler_ext.frontier.storage import MemoryStore
 from crawler_ext.frontier.strategy import STRATEGIES, CrawlingStrategy, DefaultStrategy
+from crawler_ext.hosts.blocklist import Blocklist
 from crawler_ext.hosts.robots import RobotsCache
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["SHARED_BACKENDS", "admission_rules", "make_frontier", "make_robots", "make_store",
-           "make_strategy", "scheduler_parts", "strategy_class"]
+__all__ = ["SHARED_BACKENDS", "SchedulerBuild", "admission_rules", "make_frontier",
+           "make_policies", "make_robots", "make_store", "make_strategy", "scheduler_build",
+           "scheduler_options", "strategy_class"]
 
 logger = logging.getLogger("crawler_ext.frontier.adapter.scheduler")
 
@@ -122,37 +127,62 @@ def _check_strategy(name: str, strategy: object, members: tuple[str, ...]) -> No
                                  f"crawler_ext.frontier.strategy.CrawlingStrategy)")
 
 
-def scheduler_parts(crawler: Crawler) -> dict[str, Any]:
+class SchedulerBuild(NamedTuple):
+    """What ``FrontierScheduler.from_crawler`` builds the scheduler from."""
+
+    frontier: FrontierBackend
+    journal: JournaledFrontier | None
+    shared: SharedFrontier | None
+    seen: Any  # the DUPEFILTER_CLASS instance
+    strategy: CrawlingStrategy
+    options: SchedulerOptions
+    policies: Policies
+
+
+def scheduler_build(crawler: Crawler) -> SchedulerBuild:
     """``FrontierScheduler``'s arguments from the crawler's settings."""
     from scrapy.utils.misc import build_from_crawler, load_object
 
-    from crawler_ext.admission import Admission
-    from crawler_ext.hosts.blocklist import Blocklist
+    s = crawler.settings
+    strategy = make_strategy(crawler)
+    parts = make_frontier(crawler, strategy.refresh_share, getattr(strategy, "best_first", False))
+    return SchedulerBuild(parts.frontier, parts.journal, parts.shared,
+                          build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler),
+                          strategy, scheduler_options(s), make_policies(crawler))
+
+
+def scheduler_options(settings: Any) -> SchedulerOptions:
+    """The scheduler's settings as plain values."""
+    get = lambda name: config.get(settings, name)  # noqa: E731
+    jobdir = job_dir(settings)
+    slots = settings.getdict("DOWNLOAD_SLOTS")
+    return SchedulerOptions(
+        flush_interval=get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
+        log_interval=get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
+        snapshot_interval=get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"),
+        rules_path=Path(jobdir) / "learned_rules.json" if jobdir else None,
+        learn_min_evidence=get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"),
+        key_by_ip=get("CRAWLER_EXT_POLITENESS_KEY") == "ip",
+        dns_prefetch=get("CRAWLER_EXT_DNS_PREFETCH"),
+        # Scrapy's trackref registers the requests rebuilt from the frontier only when its
+        # memory debugger reports them: the registration costs a weak reference per request
+        # in flight, which paces the full garbage collections
+        track_requests=settings.getbool("MEMDEBUG_ENABLED"),
+        jobdir=jobdir,
+        slot_delays={key: float(conf.get("delay") or 0) for key, conf in slots.items()
+                     if isinstance(conf, dict) and conf.get("delay")})
+
+
+def make_policies(crawler: Crawler) -> Policies:
+    """Admission (canonicalisation, trap filters, the SSRF guard), robots.txt and the
+    blocklist, from the crawler's settings."""
     from crawler_ext.hosts.netguard import network_guard
 
     s, stats = crawler.settings, crawler.stats
-    jobdir = job_dir(s)
-    get = lambda name: config.get(s, name)
-    strategy = make_strategy(crawler)
-    parts = make_frontier(crawler, strategy.refresh_share, getattr(strategy, "best_first", False))
-    return {
-        "frontier": parts.frontier, "journal": parts.journal, "shared": parts.shared,
-        "dupefilter": build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), crawler),
-        "strategy": strategy,
-        "admission": Admission(admission_rules(s),
-                               on_reject=lambda reason: stats.inc_value(
-                                   f"admission/rejected/{reason}"),
-                               guard=network_guard(s)),
-        "stats": stats, "crawler": crawler,
-        "flush_interval": get("CRAWLER_EXT_FRONTIER_FLUSH_INTERVAL"),
-        "log_interval": get("CRAWLER_EXT_FRONTIER_LOG_INTERVAL"),
-        "snapshot_interval": get("CRAWLER_EXT_BLOOM_SNAPSHOT_INTERVAL"),
-        "rules_path": Path(jobdir) / "learned_rules.json" if jobdir else None,
-        "learn_min_evidence": get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"),
-        "robots": make_robots(s),
-        "blocklist": Blocklist(get("CRAWLER_EXT_BLOCKLIST")),
-        "key_by_ip": get("CRAWLER_EXT_POLITENESS_KEY") == "ip",
-        "dns_prefetch": get("CRAWLER_EXT_DNS_PREFETCH")}
+    admission = Admission(admission_rules(s),
+                          on_reject=lambda reason: stats.inc_value(f"admission/rejected/{reason}"),
+                          guard=network_guard(s))
+    return Policies(admission, make_robots(s), Blocklist(config.get(s, "CRAWLER_EXT_BLOCKLIST")))
 
 
 def admission_rules(settings: Any) -> AdmissionRules:

@@ -18,11 +18,14 @@ from typing import Any
 
 from scrapy import Request
 
-from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, RobotsGate
+from crawler_ext.frontier.adapter.events import Decisions
+from crawler_ext.frontier.adapter.robotsgate import RobotsGate
+from crawler_ext.frontier.adapter.roles import Port
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.lag import ServerLatency
 from crawler_ext.frontier.politeness import BACKOFF_STATUSES, Outcome, parse_retry_after
 from crawler_ext.frontier.storage import Entry
+from crawler_ext.meta import ROBOTS_META
 
 __all__ = ["Dispatched", "InFlight"]
 
@@ -62,23 +65,21 @@ class InFlight:
     engine is woken when the next key is ready."""
 
     def __init__(self, frontier: FrontierBackend, robots: RobotsGate | None,
-                 latency: ServerLatency, clock: Callable[[], float],
-                 inc: Callable[..., None], stats: Any = None,
+                 latency: ServerLatency, port: Port,
                  released: Callable[..., None] | None = None,
                  rearm: Callable[[], None] = lambda: None) -> None:
         self.frontier = frontier
         self.robots = robots
         self.latency = latency
-        self.clock = clock
-        self._inc = inc
-        self.stats = stats
+        self.clock = port.clock
+        self._inc = port.inc
+        self.stats: Any = port.stats
+        self.decisions: Decisions = port.decisions  # told of each key parked here
         self._released = released
         self._rearm = rearm
         self._requests: dict[Request, _Flight] = {}
         self._parked_logged = 0
         self._delay_max = -1.0  # since the last count_into
-        # told of each key parked here, (kind, key, reason, until) (the event stream)
-        self.decided: Callable[..., None] | None = None
 
     def count_into(self) -> None:
         """``frontier/delay_max`` into the stats (the scheduler's flush)."""
@@ -150,9 +151,8 @@ class InFlight:
                 self._inc("frontier/retry_after_honoured")
         if info.key in self.frontier.parked:
             self._parked(info.key, delay)
-            if self.decided is not None:
-                self.decided("parked", info.key, "retry_after" if info.retry_after is not None
-                             else "backoff", now + delay)
+            self.decisions.tell("parked", info.key, "retry_after" if info.retry_after is not None
+                                else "backoff", now + delay)
         elif delay > self._delay_max:
             self._delay_max = delay
         self._rearm()

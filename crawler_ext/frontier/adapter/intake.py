@@ -23,20 +23,23 @@ from scrapy import Request
 from crawler_ext.admission import Admission, RuleLearning
 from crawler_ext.admission.urls import REST_BITS, fingerprint, host_of
 from crawler_ext.frontier.adapter.codec import peek
+from crawler_ext.frontier.adapter.events import Decisions
 from crawler_ext.frontier.adapter.keys import PolitenessKeys
 from crawler_ext.frontier.adapter.requests import StoredRequests
-from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, RobotsGate
+from crawler_ext.frontier.adapter.roles import Gates, Port, Stores
+from crawler_ext.frontier.adapter.robotsgate import RobotsGate
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.controls import KeyControls
-from crawler_ext.frontier.entries import CHAIN, REFRESH_META
+from crawler_ext.frontier.entries import CHAIN
 from crawler_ext.frontier.keys import canonical_key, politeness_key
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.frontier.strategy import CrawlingStrategy
 from crawler_ext.hosts.blocklist import Blocklist
+from crawler_ext.meta import REFRESH_META, ROBOTS_META
 from crawler_ext.recent import RecentMap
 from crawler_ext.seen import MAYBE, SeenSet
 
-__all__ = ["USER_DONT_FILTER", "Intake", "checks_seen"]
+__all__ = ["KNOWN_MEMORY", "USER_DONT_FILTER", "Intake", "checks_seen"]
 
 _LOW_BITS = (1 << REST_BITS) - 1
 #: exact spellings of links recently admitted or found seen, remembered (at least half of it)
@@ -60,36 +63,33 @@ def checks_seen(request: Request) -> bool:
 
 
 class Intake:
-    def __init__(self, frontier: FrontierBackend, seen: SeenSet, strategy: CrawlingStrategy,
-                 admission: Admission, learning: RuleLearning, keys: PolitenessKeys,
-                 robots: RobotsGate | None, blocklist: Blocklist, requests: StoredRequests,
-                 inc: Callable[..., None], wake: Callable[[float | None, float], None],
-                 clock: Callable[[], float],
-                 request_fingerprinter: Any = None,
-                 controls: KeyControls | None = None) -> None:
-        self.frontier = frontier
-        self.controls = controls if controls is not None else KeyControls()
-        self.seen = seen
+    def __init__(self, stores: Stores, strategy: CrawlingStrategy, gates: Gates,
+                 requests: StoredRequests, port: Port, known: RecentMap,
+                 request_fingerprinter: Any = None) -> None:
+        self.frontier: FrontierBackend = stores.frontier
+        self.seen: SeenSet = stores.seen
         self.strategy = strategy
-        self.admission = admission
-        self.learning = learning
-        self.keys = keys
-        self.robots = robots
-        self.blocklist = blocklist
+        self.admission: Admission = gates.admission
+        self.learning: RuleLearning = gates.learning
+        self.keys: PolitenessKeys = gates.keys
+        self.robots: RobotsGate | None = gates.robots
+        self.blocklist: Blocklist = gates.blocklist
+        self.controls: KeyControls = gates.controls
         self.requests = requests
-        self._inc = inc
-        self._wake = wake
-        self.clock = clock
+        self._inc = port.inc
+        self._wake = port.wake
+        self.clock = port.clock
+        self.decisions: Decisions = port.decisions  # told of each URL refused here
         self._fingerprinter = request_fingerprinter
+        self._on_resolved = self.resolved  # (bound once: handed to the keys at each wait)
         self.unconfirmed: list[Waiting] = []
         # exact spellings of links recently admitted or found seen -> their fingerprint: a
         # link seen again (a site's navigation, on every page) is refused without
-        # canonicalisation and trap analysis; the answer is the seen set's all the same
-        self.known = RecentMap(KNOWN_MEMORY)
+        # canonicalisation and trap analysis; the answer is the seen set's all the same.
+        # (Built by the wiring: the rule learning clears it when canonical forms change.)
+        self.known = known
         self._enqueued: dict[tuple[int, str], int] = {}  # (band, memory|disk) -> entries
         self._page: tuple[str | None, int] = (None, 0)  # the last Referer -> its fingerprint
-        # told of each URL refused here, (kind, url, reason) (the event stream; None: nobody)
-        self.decided: Callable[..., None] | None = None
 
     def count_into(self, inc: Callable[..., None]) -> None:
         """Hand the enqueue counts over as stats (``frontier/enqueued`` and by band, Scrapy's
@@ -101,10 +101,6 @@ class Intake:
             inc(f"frontier/enqueued/band_{band}", n)
             inc("scheduler/enqueued", n)  # Scrapy's own scheduler stats, for tools that read them
             inc(f"scheduler/enqueued/{where}", n)
-
-    def forget_known(self) -> None:
-        """A parameter was learned irrelevant: spellings get other canonical forms."""
-        self.known.clear()
 
     def forget_seen(self) -> None:
         """The shared store lost writes: forget the known spellings and the local seen set
@@ -126,8 +122,7 @@ class Intake:
             return True
         if self.blocklist.blocked(request.url):
             self._inc("admission/rejected/blocklist")
-            if self.decided is not None:
-                self.decided("refused", request.url, "blocklist")
+            self.decisions.tell("refused", request.url, "blocklist")
             return False
         raw = request.url
         scheme = raw.partition(":")[0].lower()
@@ -143,8 +138,8 @@ class Intake:
         referer_url = referer.decode("latin-1") if referer else None
         canonical = self.admission.check(request.url, referer_url)
         if canonical is None:
-            if self.decided is not None:
-                self.decided("refused", request.url, self.admission.last_reason)
+            if self.decisions.heard:
+                self.decisions.tell("refused", request.url, self.admission.last_reason)
             return False
         if canonical != request.url:
             request = request.replace(url=canonical)
@@ -245,7 +240,7 @@ class Intake:
         # paced as that slot: its key, whose DOWNLOAD_SLOTS delay is a floor
         slot = request.meta.get("download_slot")
         key = slot if isinstance(slot, str) and slot else \
-            self.keys.key(host, (request, canonical, fp, referer))
+            self.keys.key(host, (request, canonical, fp, referer), self._on_resolved)
         if key is None:  # keyed by address: admitted when the host's address is known
             return
         chain = self.admission.count(canonical, referer)

@@ -22,8 +22,8 @@ class PolitenessKeys:
 
     By host (the default) a host is its own key; with ``by_ip`` a host's key is
     ``ip:<address>``, so its URL is admitted only once the name is resolved: :meth:`key` returns
-    None and keeps the caller's item, which ``on_resolved(items)`` hands back when the address
-    is known (a name that cannot be resolved is its own key; its fetches fail in the downloader
+    None and keeps the caller's item, which the caller's ``on_resolved(items)`` gets back when
+    the address is known (a name that cannot be resolved is its own key; its fetches fail in the downloader
     as usual).  ``prefetch`` resolves a new host at admission, by host too, so its address is
     in the resolver's cache when its first request goes out.
     """
@@ -31,25 +31,26 @@ class PolitenessKeys:
     MAX_PREFETCHED = 1_000_000  # bounded: a host asked again hits the resolver's cache
 
     def __init__(self, by_ip: bool, prefetch: bool,
-                 on_resolved: Callable[[list[Any]], None],
                  inc: Callable[[str, int], None] = lambda name, n: None) -> None:
         self.by_ip = by_ip
         self.prefetch = prefetch
-        self._on_resolved = on_resolved
         self._inc = inc
         self._keys: dict[str, str] = {}  # host -> "ip:ADDRESS" (or the host if unresolvable)
-        self._waiting: dict[str, list[Any]] = {}
+        # host -> (the items waiting for its address, whom to hand them to)
+        self._waiting: dict[str, tuple[list[Any], Callable[[list[Any]], None]]] = {}
         self._prefetched: set[str] = set()
 
-    def key(self, host: str, item: Any) -> str | None:
-        """The host's key, or None: ``item`` waits for the host's address."""
+    def key(self, host: str, item: Any,
+            on_resolved: Callable[[list[Any]], None]) -> str | None:
+        """The host's key, or None: ``item`` waits for the host's address, then goes to
+        ``on_resolved`` with the others that waited for it."""
         if not self.by_ip:
             if self.prefetch and host not in self._prefetched:
                 self._prefetch(host)
             return host
         key = self._keys.get(host)
         if key is None:
-            self._await(host, item)
+            self._await(host, item, on_resolved)
         return key
 
     def known(self, host: str) -> str:
@@ -60,12 +61,12 @@ class PolitenessKeys:
         """Whether URLs wait for an address (the journal must not call anything done)."""
         return bool(self._waiting)
 
-    def _await(self, host: str, item: Any) -> None:
+    def _await(self, host: str, item: Any, on_resolved: Callable[[list[Any]], None]) -> None:
         waiting = self._waiting.get(host)
         if waiting is not None:
-            waiting.append(item)
+            waiting[0].append(item)
             return
-        self._waiting[host] = [item]
+        self._waiting[host] = ([item], on_resolved)
         literal = address_literal(host)
         if literal is not None:
             self.resolved(host, f"ip:{literal}")
@@ -87,4 +88,7 @@ class PolitenessKeys:
 
     def resolved(self, host: str, key: str) -> None:
         self._keys[host] = key
-        self._on_resolved(self._waiting.pop(host, []))
+        waiting = self._waiting.pop(host, None)
+        if waiting is not None:
+            items, on_resolved = waiting
+            on_resolved(items)

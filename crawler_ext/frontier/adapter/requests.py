@@ -29,13 +29,13 @@ logger = logging.getLogger(__name__)
 
 
 class StoredRequests:
-    def __init__(self, durable: bool, inc: Callable[..., None]) -> None:
+    def __init__(self, durable: bool, inc: Callable[..., None], tracked: bool = True) -> None:
         self.durable = durable
         self._inc = inc
         self.spider: Any = None  # callbacks are the spider's: set when the scheduler opens
-        # stored links rebuilt as requests registered in Scrapy's trackref (the scheduler
-        # sets it from MEMDEBUG_ENABLED: codec.decode_request)
-        self.tracked = True
+        # stored links rebuilt as requests registered in Scrapy's trackref (the scheduler's
+        # from MEMDEBUG_ENABLED: codec.decode_request)
+        self.tracked = tracked
         self._live: dict[int, Request] = {}  # b"M<token>" entries
         self._tokens = 0
         self._unserialisable_logged = False

@@ -20,19 +20,19 @@ from typing import Any
 
 from scrapy import Request
 
+from crawler_ext.frontier.adapter.events import Decisions
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.core import DROP
 from crawler_ext.frontier.entries import RobotsHopRecord, RobotsRecord, decode, encode
 from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.hosts.robots import Decision, RobotsCache, origin_of
+from crawler_ext.meta import ROBOTS_META
 
 __all__ = ["ROBOTS_META", "ROBOTS_PRIORITY", "RobotsGate", "allow_all"]
 
 logger = logging.getLogger(__name__)
 
-#: request meta of the frontier's own robots.txt fetches (and their redirects): the origin
-ROBOTS_META = "crawler_ext_robots"
 #: the frontier's own robots.txt fetches go before any other request of their key
 ROBOTS_PRIORITY = 1000
 
@@ -45,7 +45,8 @@ def allow_all(url: str) -> bool:
 class RobotsGate:
     def __init__(self, cache: RobotsCache, frontier: FrontierBackend,
                  key_of: Callable[[str], str], inc: Callable[[str, int], None],
-                 on_sitemaps: Callable[[str, list[str]], None] | None = None) -> None:
+                 on_sitemaps: Callable[[str, list[str]], None] | None = None,
+                 decisions: Decisions | None = None) -> None:
         self.cache = cache
         self.frontier = frontier
         self._key_of = key_of  # host -> its politeness key (the host, or its address)
@@ -55,8 +56,8 @@ class RobotsGate:
         self._tokens = 0
         self._failure_logged = False
         self._parked_logged = False
-        # told of each URL refused and origin parked here (the event stream; None: nobody)
-        self.decided: Callable[..., None] | None = None
+        # told of each URL refused and origin parked here (the event stream)
+        self.decisions = decisions if decisions is not None else Decisions()
 
     def allows(self, url: str) -> bool:
         """Whether robots.txt, as cached now, lets ``url`` be fetched (an origin whose
@@ -82,8 +83,7 @@ class RobotsGate:
             # them -- the key is parked (kept; resumable under JOBDIR)
             self.frontier.park(entry.key, when)
             self._inc("robots/parked", 1)
-            if self.decided is not None:
-                self.decided("parked", entry.key, "robots_failed", when)
+            self.decisions.tell("parked", entry.key, "robots_failed", when)
             if not self._parked_logged:
                 self._parked_logged = True
                 logger.info("robots.txt of %s failed: its URLs wait for the retry in %.0f s, "
@@ -92,8 +92,7 @@ class RobotsGate:
             return when
         reason = "disallowed" if decision is Decision.DISALLOWED else "gave_up"
         self._inc(f"robots/{reason}", 1)
-        if self.decided is not None:
-            self.decided("refused", url, f"robots_{reason}")
+        self.decisions.tell("refused", url, f"robots_{reason}")
         return DROP
 
     def request(self, origin: str, callback: Any, errback: Any) -> Request:

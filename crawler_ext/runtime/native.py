@@ -23,7 +23,7 @@ from typing import Any
 
 __all__ = ["built", "compiled", "prefer_source", "warn_if_stale"]
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parent.parent  # crawler_ext/
 #: a source newer than its extension by more than this was edited after the build (a wheel's
 #: files are written within moments of each other)
 STALE_AFTER = 5.0

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawler_ext.errors import ConfigError
-from crawler_ext.settingtypes import (
+from crawler_ext.config.types import (
     band_weights_value,
     boolean,
     choice,

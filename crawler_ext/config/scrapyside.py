@@ -1,13 +1,27 @@
-"""Scrapy configured for the pack, where its components are built (``from_crawler``)."""
+"""Scrapy configured for the pack, where its components are built (``from_crawler``): which
+components are on, and the Public Suffix List kept off the network."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-__all__ = ["enabled_component", "use_bundled_public_suffix_list"]
+__all__ = ["enabled_component", "enabled_settings", "use_bundled_public_suffix_list"]
 
 logger = logging.getLogger(__name__)
+
+
+def enabled_settings(crawler: Any, setting: str) -> Any:
+    """The crawler's settings if the boolean ``setting`` switches the component on; else
+    Scrapy's ``NotConfigured`` (no message: Scrapy would log it as a warning) -- the check at
+    the top of an optional component's ``from_crawler``."""
+    from crawler_ext.config.registry import get
+
+    if not get(crawler.settings, setting):
+        from scrapy.exceptions import NotConfigured
+
+        raise NotConfigured
+    return crawler.settings
 
 
 def enabled_component(settings: Any, setting: str, path: str) -> bool:
