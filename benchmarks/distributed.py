@@ -184,6 +184,7 @@ def _redis_memory(client, quick: bool) -> None:
     from crawler_ext.admission.urls import fingerprint
     from crawler_ext.distributed.bloom import RedisBloom
     from crawler_ext.distributed.frontier import RedisFrontier
+    from crawler_ext.distributed.shards import ShardLayout
     from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
     from crawler_ext.frontier.storage import Entry
 
@@ -192,8 +193,8 @@ def _redis_memory(client, quick: bool) -> None:
     for shards in (1, 16):
         client.flushdb()
         before = client.info("memory")["used_memory"]
-        frontier = RedisFrontier(client, "mem", PolitenessPolicy(), [5, 2, 1], None,
-                                 shards=shards, buffer=0)
+        frontier = RedisFrontier(client, ShardLayout("mem", shards=shards), PolitenessPolicy(),
+                                 [5, 2, 1], None, buffer=0)
         started = time.perf_counter()
         for start in range(0, n, 20_000):
             for i in range(start, start + 20_000):
@@ -209,8 +210,8 @@ def _redis_memory(client, quick: bool) -> None:
     client.flushdb()
     h = n // 10
     before = client.info("memory")["used_memory"]
-    frontier = RedisFrontier(client, "mem", PolitenessPolicy(), [5, 2, 1], None, shards=16,
-                             buffer=0)  # push only; then take
+    frontier = RedisFrontier(client, ShardLayout("mem", shards=16), PolitenessPolicy(),
+                             [5, 2, 1], None, buffer=0)  # push only; then take
     for i in range(h):
         url = f"http://h{i}.example.com/"
         frontier.add([Entry(f"h{i}.example.com", 0, b"U0\x00\x00" + url.encode(),

@@ -45,10 +45,11 @@ class Driver:
                                   latency_factor=0.0)
         if self.kind == "redis":
             from crawler_ext.distributed.frontier import RedisFrontier
+            from crawler_ext.distributed.shards import ShardLayout
 
-            frontier: FrontierBackend = RedisFrontier(self.redis, "c", policy, WEIGHTS, None,
-                                                      shards=4, lease_ttl=1.0, buffer=8,
-                                                      refresh_share=share)
+            layout = ShardLayout("c", shards=4, lease_ttl=1.0, refresh_share=share)
+            frontier: FrontierBackend = RedisFrontier(self.redis, layout, policy, WEIGHTS,
+                                                      buffer=8)
         else:
             frontier = Frontier(self.store(), policy, WEIGHTS, refresh_share=share)
             frontier.open()

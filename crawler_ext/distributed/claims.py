@@ -5,7 +5,7 @@ later (see :class:`~crawler_ext.distributed.bloom.RedisBloom`).  Reactor thread 
 
 from __future__ import annotations
 
-from crawler_ext.distributed.exchange import Claim
+from crawler_ext.distributed.shards import Claim
 from crawler_ext.frontier.storage import Entry
 
 __all__ = ["Claims"]

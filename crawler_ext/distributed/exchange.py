@@ -14,26 +14,19 @@ from __future__ import annotations
 
 import json
 import time
-import zlib
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
-from crawler_ext.distributed.bloom import CLAIMED, SEEN
+from crawler_ext.distributed.bloom import CLAIMED, SEEN, RedisBloom
 from crawler_ext.distributed.identity import server_identity
 from crawler_ext.distributed.lua import lua
+from crawler_ext.distributed.shards import (CLAIMED_PUSH, LOOK_AGAIN, Asks, Claim, Exchanged,
+                                            ShardLayout, ShardOps)
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.int64 import to_unsigned
 
-if TYPE_CHECKING:
-    from crawler_ext.distributed.frontier import RedisFrontier
-
-__all__ = ["CLAIMED_PUSH", "LOOK_AGAIN", "Asks", "Exchange", "Exchanged", "Push", "ShardOps",
-           "shard_of"]
-
-#: the seen-set check of an outbox entry: True (check), False (none), or one of these
-CLAIMED_PUSH = 2  # admitted (claimed): its claim in the seen set ends once its push is answered
-LOOK_AGAIN = 3  # seen while another worker's claim was open: a second look
-Claim = tuple[int, int, float]  # an admission's claim to end: fingerprint, shard, claimed at
+__all__ = ["Exchange"]
 
 
 _LUA_READY = lua("frontier_ready.lua")
@@ -55,103 +48,27 @@ _LUA_DONE = _LUA_READY + lua("frontier_done.lua")
 _LUA_CLAIM = lua("seeds_claim.lua")
 
 
-def shard_of(key: str, shards: int) -> int:
-    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % shards
-
-
-class Push(NamedTuple):
-    """An entry pushed to its shard."""
-
-    entry: Entry
-    check: bool | int  # True: meets the seen set; CLAIMED_PUSH, LOOK_AGAIN; False: unchecked
-    blob: bytes  # its record in the shard
-    due: float | None  # a delayed entry's due time
-    host: str  # for the host's page budget ("": not counted)
-    pattern: str  # for the pattern's cap
-    trap: str  # "1": this worker's pages call the pattern a trap
-    claimed_at: float = 0.0  # when its claim in the seen set was taken (the fence's clock)
-
-
-class ShardOps:
-    """What one exchange with Redis carries, per shard."""
-
-    __slots__ = ("done", "promote", "push", "release", "renew", "renew_keys")
-
-    def __init__(self) -> None:
-        self.push: list[Push] = []
-        self.promote: list[tuple[str, bytes, int]] = []  # key, fingerprint (8 bytes), band
-        self.release: list[str] = []  # key, delay left, blob, back: four items a release
-        self.done: list[str] = []
-        self.renew: list[str] = []
-        self.renew_keys: list[str] = []
-
-
-@dataclass
-class Asks:
-    """What an exchange asks besides its shards' operations."""
-
-    seeds: int = 0  # seeds to pop from the start-URLs list (and claim)
-    release_claim: bool = False  # the seeds claimed last time are pushed now: end the claim
-    reap: bool = False  # return expired leases of other workers to their queues
-    confirm: list[Claim] = field(default_factory=list)  # admissions' claims to end
-
-
-@dataclass
-class Exchanged:
-    """What an exchange answers (the frontier applies it on the reactor thread)."""
-
-    sent_at: float  # the fence's clock when it began
-    answered: list[int] = field(default_factory=list)  # shards that answered
-    # (key, entry id, record, key state, new URLs still queued for the key) leased now
-    taken: list[tuple[str, int, bytes, bytes, int]] = field(default_factory=list)
-    expired: int = 0  # leases of others found expired and returned
-    lost: int = 0  # this worker's leases that had expired (keys lost)
-    filtered: int = 0  # pushes the seen set knew
-    pushed: int = 0
-    reclaimed: int = 0  # seen, admitted by a worker that died before its push
-    wait: list[tuple[Entry, bool]] = field(default_factory=list)  # seen, claim open: 2nd look?
-    commands: int = 0
-    remote: dict[int, int] | None = field(default_factory=dict)  # shard -> entries queued
-    seeds: list[str] = field(default_factory=list)
-    seeds_waiting: int | None = None
-    failed: dict[int, ShardOps] = field(default_factory=dict)  # shards whose script failed
-    error: str | None = None
-    over: int = 0  # over the host budget
-    pover: int = 0  # over a trap pattern's cap
-    promoted: int = 0
-    confirm: list[Claim] = field(default_factory=list)  # claims' ends to send again
-    done_back: list[str] = field(default_factory=list)  # completions to send again
-    lagging: list[Any] = field(default_factory=list)  # nodes no replica caught up with yet
-    lagging_shards: set[int] = field(default_factory=set)  # the shards those nodes serve
-    restarted: bool = False  # a server restarted or failed over
-    parked: dict[int, int] = field(default_factory=dict)  # shard -> entries of parked keys
-    gone: list[str] = field(default_factory=list)  # keys whose lease expired while held
-    dropped: int = 0  # completions not sent (a restart)
-    late_claims: int = 0
-    moved: set[int] = field(default_factory=set)  # shards whose server changed meanwhile
-
-
 class Exchange:
     """The thread side of a frontier's exchanges: its scripts, and what it knows of the
     servers (their identity)."""
 
     ID_JUMP = 1 << 24  # entry ids skipped after a restart or failover (see _skip_ids)
 
-    def __init__(self, frontier: RedisFrontier, seeds_key: str | None) -> None:
-        self.redis = frontier.redis
-        self.bloom = frontier.bloom
-        self.shards = frontier.shards
-        self.bands = frontier.bands
-        self.worker = frontier.worker
-        self.lease_ttl = frontier.lease_ttl
-        self.host_budget = frontier.host_budget
-        self.pattern_cap = frontier.pattern_cap
-        self.refresh_share = frontier.refresh_share
-        self._tags = frontier.tags
-        self.clock = frontier.fence.now  # (the fence's clock, which a test may replace)
+    def __init__(self, redis: Any, layout: ShardLayout, bands: int, worker: str,
+                 bloom: RedisBloom | None, clock: Callable[[], float]) -> None:
+        self.redis = redis
+        self.layout = layout
+        self.bloom = bloom
+        self.shards = layout.shards
+        self.bands = bands
+        self.worker = worker  # who holds a lease (see RedisFrontier.worker)
+        self.lease_ttl = layout.lease_ttl
+        self._tags = layout.tags
+        self.clock = clock  # (the fence's clock, which a test may replace)
         self.script = self.redis.register_script(_LUA_SYNC)
         self._complete = self.redis.register_script(_LUA_DONE)
         self._claim = self.redis.register_script(_LUA_CLAIM)
+        seeds_key = layout.seeds_key
         self._claim_keys = ([seeds_key, f"{{{seeds_key}}}:claims", f"{{{seeds_key}}}:claimed"]
                             if seeds_key else [])
         self._identity: tuple[str, ...] | None = None  # the servers' run ids
@@ -163,8 +80,8 @@ class Exchange:
                   "bands": self.bands, "push": len(op.push), "release": len(op.release) // 4,
                   "done": 0, "renew": len(op.renew), "renew_keys": len(op.renew_keys),
                   "promote": len(op.promote), "take": take[:-1], "total": take[-1],
-                  "reap": reap, "budget": self.host_budget, "cap": self.pattern_cap,
-                  "share": self.refresh_share}
+                  "reap": reap, "budget": self.layout.host_budget,
+                  "cap": self.layout.pattern_cap, "share": self.layout.refresh_share}
         args: list[Any] = [json.dumps(header, separators=(",", ":"))]
         now = time.time()
         for push in op.push:

@@ -9,6 +9,7 @@ from crawler_ext import config
 from crawler_ext.distributed.bloom import RedisBloom
 from crawler_ext.distributed.cli import crawl_prefix, redis_from_settings
 from crawler_ext.distributed.frontier import RedisFrontier
+from crawler_ext.distributed.shards import ShardLayout
 from crawler_ext.frontier.politeness import PolitenessPolicy
 
 if TYPE_CHECKING:
@@ -32,13 +33,13 @@ def make_redis_frontier(crawler: Crawler, policy: PolitenessPolicy, weights: lis
     bloom = RedisBloom(redis, prefix, get("CRAWLER_EXT_BLOOM_CAPACITY"),
                        get("CRAWLER_EXT_BLOOM_ERROR_RATE"))
     stats: Any = crawler.stats
-    return RedisFrontier(
-        redis, prefix, policy, weights, bloom,
-        shards=get("CRAWLER_EXT_REDIS_SHARDS"), lease_ttl=get("CRAWLER_EXT_REDIS_LEASE_TTL"),
-        buffer=s.getint("CONCURRENT_REQUESTS"), seeds_key=seeds_key,
-        stats_key=s.get("STATS_KEY", STATS_KEY) % {"spider": name},
-        wait_for_seeds=get("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS"),
-        on_stat=lambda key, value: stats.inc_value(key, value),
+    layout = ShardLayout(
+        prefix, shards=get("CRAWLER_EXT_REDIS_SHARDS"),
+        lease_ttl=get("CRAWLER_EXT_REDIS_LEASE_TTL"),
         host_budget=get("CRAWLER_EXT_HOST_PAGE_BUDGET"),
-        pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"),
-        refresh_share=refresh_share)
+        pattern_cap=get("CRAWLER_EXT_HOST_PATTERN_CAP"), refresh_share=refresh_share,
+        seeds_key=seeds_key, stats_key=s.get("STATS_KEY", STATS_KEY) % {"spider": name},
+        wait_for_seeds=get("CRAWLER_EXT_REDIS_WAIT_FOR_SEEDS"))
+    return RedisFrontier(redis, layout, policy, weights, bloom,
+                         buffer=s.getint("CONCURRENT_REQUESTS"),
+                         on_stat=lambda key, value: stats.inc_value(key, value))

@@ -54,11 +54,12 @@ from typing import Any
 from crawler_ext.distributed.bloom import RedisBloom
 from crawler_ext.distributed.claims import Claims
 from crawler_ext.distributed.counts import SharedCounts, add_to_totals
-from crawler_ext.distributed.exchange import Exchange, shard_of
+from crawler_ext.distributed.exchange import Exchange
 from crawler_ext.distributed.fence import LeaseFence
 from crawler_ext.distributed.leases import LeaseBook
 from crawler_ext.distributed.outbox import Outbox
 from crawler_ext.distributed.records import MAX_BANDS, request_of, state_from
+from crawler_ext.distributed.shards import ShardLayout, shard_of
 from crawler_ext.distributed.sharedlog import SharedLog
 from crawler_ext.distributed.sync import Sync
 from crawler_ext.errors import ConfigError
@@ -89,23 +90,17 @@ class RedisFrontier:
     def __init__(
         self,
         redis: Any,
-        prefix: str,
+        layout: ShardLayout,
         policy: PolitenessPolicy,
         weights: Sequence[float],
-        bloom: RedisBloom | None,
-        shards: int = 16,
-        lease_ttl: float = 60.0,
+        bloom: RedisBloom | None = None,
         buffer: int = 64,
-        seeds_key: str | None = None,
-        stats_key: str | None = None,
-        wait_for_seeds: bool = False,
         on_stat: Callable[[str, float], None] | None = None,
-        host_budget: int = 0,
-        pattern_cap: int = 0,
-        refresh_share: float = 0.5,
     ) -> None:
         self.redis = redis
-        self.prefix = prefix
+        self.layout = layout
+        self.prefix = prefix = layout.prefix
+        lease_ttl = layout.lease_ttl
         self.policy = policy
         self.key_floors: dict[str, float] = {}  # keys' own floors (see KeyControls)
         self.bands = len(weights)
@@ -115,26 +110,23 @@ class RedisFrontier:
         self.bloom = bloom
         if bloom is not None:  # an admission not confirmed pushed within a lease's time is
             bloom.claim_ttl = lease_ttl  # its dead worker's (see RedisBloom)
-        self.shards = shards
+        self.shards = shards = layout.shards
         self.lease_ttl = lease_ttl
-        self.stats_key = stats_key
-        self.wait_for_seeds = wait_for_seeds
-        self.host_budget = host_budget  # CRAWLER_EXT_HOST_PAGE_BUDGET, held across workers
-        self.pattern_cap = pattern_cap  # CRAWLER_EXT_HOST_PATTERN_CAP, held across workers
-        self.refresh_share = refresh_share  # CRAWLER_EXT_RECRAWL_SHARE, per key, in Redis
+        self.stats_key = layout.stats_key
+        self.wait_for_seeds = layout.wait_for_seeds
         self.max_in_flight = 1  # a leased key is fetched by one worker, one request at a time
         # who holds a lease, as `status` shows it: host, process, and a nonce for restarts
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stat = on_stat or (lambda name, value: None)
-        self.tags = [f"{{{prefix}:s{n}}}" for n in range(shards)]  # each shard's hash tag
+        self.tags = layout.tags  # each shard's hash tag
         self.fence = LeaseFence(lease_ttl)  # no fetch of a lease that may have expired
-        self.exchanger = Exchange(self, seeds_key)
-        self.outbox = Outbox(host_budget)
+        self.exchanger = Exchange(redis, layout, self.bands, self.worker, bloom, self.fence.now)
+        self.outbox = Outbox(layout.host_budget)
         self.leases = LeaseBook(shards)
         self.parked = self.leases.parked  # keys this worker parked -> until (for reports)
         self.claims = Claims(lease_ttl)
         self.sync = Sync(redis, self.exchanger, (self.outbox, self.leases, self.claims),
-                         self.fence, weights, buffer, bool(seeds_key), pattern_cap, self._stat)
+                         self.fence, weights, buffer, self._stat)
         self.hooks: Any = None  # the scheduler: wake(), seeds(urls), robots_import(...),
         # trap_pattern(url), lost_writes()
 

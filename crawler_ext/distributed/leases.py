@@ -11,7 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from crawler_ext.distributed.exchange import ShardOps, shard_of
+from crawler_ext.distributed.shards import ShardOps, shard_of
 from crawler_ext.distributed.records import entry_from, state_from, state_record
 from crawler_ext.frontier.storage import Entry, HostState
 

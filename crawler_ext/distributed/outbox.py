@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from crawler_ext.admission.urls import host_of
-from crawler_ext.distributed.exchange import Push, ShardOps
+from crawler_ext.distributed.shards import Push, ShardOps
 from crawler_ext.distributed.records import entry_record, fp_bytes, fp_from
 from crawler_ext.frontier.entries import entry_url
 from crawler_ext.frontier.storage import Entry

@@ -15,12 +15,12 @@ from typing import Any
 from twisted.internet import threads
 
 from crawler_ext.distributed.claims import Claims
-from crawler_ext.distributed.exchange import (LOOK_AGAIN, Asks, Exchange, Exchanged, ShardOps,
-                                              shard_of)
+from crawler_ext.distributed.exchange import Exchange
 from crawler_ext.distributed.fence import LeaseFence
 from crawler_ext.distributed.health import health_of
 from crawler_ext.distributed.leases import LeaseBook
 from crawler_ext.distributed.outbox import Outbox
+from crawler_ext.distributed.shards import LOOK_AGAIN, Asks, Exchanged, ShardOps, shard_of
 from crawler_ext.frontier.storage import Entry
 
 __all__ = ["Sync"]
@@ -45,16 +45,16 @@ class Sync:
     IDLE_POLL = 0.5  # seconds between polls while there is nothing to send or take
 
     def __init__(self, redis: Any, exchanger: Exchange, parts: tuple[Outbox, LeaseBook, Claims],
-                 fence: LeaseFence, weights: Sequence[float], buffer: int, seeds: bool,
-                 pattern_cap: int, stat: Callable[[str, float], None]) -> None:
+                 fence: LeaseFence, weights: Sequence[float], buffer: int,
+                 stat: Callable[[str, float], None]) -> None:
         self.exchanger = exchanger
         self.outbox, self.leases, self.claims = parts
         self.fence = fence
         self.shards = exchanger.shards
         self.weights = list(weights)
         self.buffer = buffer  # leased entries and keys this worker holds at most
-        self.seeds = seeds  # seeds are popped from a start-URLs list
-        self.pattern_cap = pattern_cap
+        self.seeds = exchanger.layout.seeds_key is not None  # popped from a start-URLs list
+        self.pattern_cap = exchanger.layout.pattern_cap
         self._stat = stat
         self.hooks: Any = None  # the scheduler's (see RedisFrontier.attach)
         self.remote: int | None = None  # entries queued or leased anywhere; None: not known
