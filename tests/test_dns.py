@@ -20,14 +20,14 @@ from testweb import read_log
 SCRIPT = textwrap.dedent("""
     import json, sys, time
     from twisted.internet import defer, reactor, task
-    from crawler_ext.hosts.dns import CachingResolver
+    from crawler_ext.hosts.dns import CachingResolver, DnsCache
     from crawler_ext.hosts.guard import NetworkGuard
     from testweb.dns import listen_dns
 
     log = open(sys.argv[1], "a")
     port = listen_dns("web.test", 10, ttl=int(sys.argv[2]), log=log)
     resolver = CachingResolver(reactor, servers=[("127.0.0.1", port)], timeout=5,
-                               min_ttl=float(sys.argv[3]), negative_ttl=float(sys.argv[4]),
+                               cache=DnsCache(10_000, float(sys.argv[3]), float(sys.argv[4])),
                                hosts_file=None, guard=NetworkGuard(json.loads(sys.argv[5])))
     steps = json.loads(sys.argv[6])  # [name, seconds to wait before] ...
     answers = []

@@ -106,6 +106,12 @@ def key_report(store: FrontierStore, key: str, active: set[str],
             "head_data": [entry.data for entry in store.back_head(key, 3)]}
 
 
+#: entries a refill moves from the front queues to back queues at most, in one ``next``
+REFILL_BUDGET = 5_000
+#: the latest queued entries tracked for promotion (by fingerprint)
+MAX_TRACKED = 100_000
+
+
 class Frontier:
     """The frontier contract (``contract.FrontierBackend``) in one process, over a store; over a
     durable store, journaled too (``contract.JournaledFrontier``)."""
@@ -114,8 +120,7 @@ class Frontier:
 
     def __init__(self, store: FrontierStore, policy: PolitenessPolicy,
                  weights: Sequence[float], max_active_keys: int = 10_000,
-                 max_in_flight: int = 1, refill_budget: int = 5_000,
-                 max_tracked: int = 100_000,
+                 max_in_flight: int = 1,
                  on_stat: Callable[[str, float], None] | None = None,
                  refresh_share: float = 0.5, best_first: bool = False) -> None:
         if len(weights) != getattr(store, "bands", len(weights)):
@@ -125,7 +130,7 @@ class Frontier:
         self.selector = WeightedBands(weights)
         self.max_active_keys = max_active_keys
         self.max_in_flight = max_in_flight
-        self.refill_budget = refill_budget
+        self.refill_budget = REFILL_BUDGET
         self.best_first = best_first  # (the focus strategy's routing: see _refill)
         self.lanes = RefreshShare(refresh_share)
         self._stat = on_stat or (lambda name, value: None)
@@ -133,8 +138,7 @@ class Frontier:
         self._in_heap: set[str] = set()
         # the latest entries queued, for promotion (see _TRACKED), and those in a back queue
         self._in_back: set[int] = set()
-        self._queued_by_fp = RecentMap(max_tracked, self._in_back.difference_update)
-        self.max_tracked = max_tracked
+        self._queued_by_fp = RecentMap(MAX_TRACKED, self._in_back.difference_update)
         self.parked: dict[str, float] = {}  # keys asked to wait past the cap -> until when
         self.key_floors: dict[str, float] = {}  # keys' own floors (see KeyControls)
         # drops in one next() (a trap's URLs go in bulk); the last stopped there with more?

@@ -109,13 +109,13 @@ class CachingResolver:
     """Scrapy DNS resolver (``TWISTED_DNS_RESOLVER``) built on twisted.names."""
 
     def __init__(self, reactor: Any, servers: Sequence[tuple[str, int]] = (),
-                 timeout: float = 60.0, cache_size: int = 10_000, min_ttl: float = 300.0,
-                 negative_ttl: float = 60.0, hosts: HostsMap | None = None,
-                 guard: NetworkGuard | None = None, hosts_file: str | Path | None = "/etc/hosts",
-                 stats: Any = None) -> None:
+                 timeout: float = 60.0, cache: DnsCache | None = None,
+                 hosts: HostsMap | None = None, guard: NetworkGuard | None = None,
+                 hosts_file: str | Path | None = "/etc/hosts", stats: Any = None) -> None:
         self.reactor = reactor
         self.timeout = timeout
-        self.cache = DnsCache(cache_size, min_ttl, negative_ttl)
+        # (by default: 10,000 names, answers kept at least 5 minutes, failures 1 minute)
+        self.cache = cache if cache is not None else DnsCache(10_000, 300.0, 60.0)
         self.hosts = hosts or HostsMap({})
         self.static = read_hosts_file(hosts_file) if hosts_file else {}
         self.guard = guard or NetworkGuard()
@@ -134,9 +134,9 @@ class CachingResolver:
         cache_size = s.getint("DNSCACHE_SIZE") if s.getbool("DNSCACHE_ENABLED") else 0
         return cls(reactor,
                    servers=config.get(s, "CRAWLER_EXT_DNS_SERVERS"),
-                   timeout=s.getfloat("DNS_TIMEOUT"), cache_size=cache_size,
-                   min_ttl=config.get(s, "CRAWLER_EXT_DNS_MIN_TTL"),
-                   negative_ttl=config.get(s, "CRAWLER_EXT_DNS_NEGATIVE_TTL"),
+                   timeout=s.getfloat("DNS_TIMEOUT"),
+                   cache=DnsCache(cache_size, config.get(s, "CRAWLER_EXT_DNS_MIN_TTL"),
+                                  config.get(s, "CRAWLER_EXT_DNS_NEGATIVE_TTL")),
                    hosts=HostsMap(config.get(s, "CRAWLER_EXT_HOSTS")),
                    guard=network_guard(s))
 
