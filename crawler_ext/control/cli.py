@@ -125,10 +125,9 @@ def through_api(url: str, token: str, args: argparse.Namespace) -> Any:
 
 
 def through_redis(args: argparse.Namespace) -> Any:
-    import redis as redis_lib
-
     from crawler_ext.distributed.cli import (
-        cluster_client,
+        RedisUnreachable,
+        connect,
         crawl_prefix,
         crawl_status,
         read_seeds,
@@ -138,11 +137,9 @@ def through_redis(args: argparse.Namespace) -> Any:
                           else {}, args.spider)
     seeds_key = f"{args.spider}:start_urls"
     try:
-        client = (cluster_client(args.redis_url) if args.cluster
-                  else redis_lib.Redis.from_url(args.redis_url))
-        client.ping()
-    except (redis_lib.RedisError, ValueError) as exc:
-        raise Refused(f"Redis at {args.redis_url}: {exc}") from None
+        client = connect(args.redis_url, args.cluster)
+    except RedisUnreachable as exc:
+        raise Refused(str(exc)) from None
     if args.command == "status":
         return crawl_status(client, prefix, seeds_key)
     if args.command == "seeds":

@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 from crawler_ext.distributed.bloom import RedisBloom
 
-__all__ = ["crawl_prefix", "crawl_status", "main", "read_seeds", "redis_from_settings"]
+__all__ = ["RedisUnreachable", "connect", "crawl_prefix", "crawl_status", "main", "read_seeds",
+           "redis_from_settings"]
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 
@@ -47,6 +48,23 @@ def cluster_client(url: str, params: dict[str, Any] | None = None) -> Any:
     from crawler_ext.distributed.cluster import ClusterClient, cluster_params
 
     return ClusterClient.from_url(url, **cluster_params(params or {}))
+
+
+class RedisUnreachable(Exception):
+    """Redis did not answer at the URL given (the message is one line, naming the URL)."""
+
+
+def connect(url: str, cluster: bool = False) -> Any:
+    """A client of the Redis at ``url`` (a Redis Cluster node with ``cluster``) that answered a
+    ping; :class:`RedisUnreachable` if it did not."""
+    import redis as redis_lib
+
+    try:
+        client = cluster_client(url) if cluster else redis_lib.Redis.from_url(url)
+        client.ping()
+    except (redis_lib.RedisError, ValueError) as exc:
+        raise RedisUnreachable(f"Redis at {url}: {exc}") from None
+    return client
 
 
 def crawl_prefix(settings: Any, spider: str) -> str:
@@ -119,15 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     reset.add_argument("--yes", action="store_true", help="really delete")
     args = parser.parse_args(argv)
 
-    import redis as redis_lib
-
     prefix, seeds_key = _keys(args.spider, args.key)
     try:
-        client = (cluster_client(args.redis_url) if args.cluster
-                  else redis_lib.Redis.from_url(args.redis_url))
-        client.ping()
-    except (redis_lib.RedisError, ValueError) as exc:
-        print(f"crawler_ext.distributed: Redis at {args.redis_url}: {exc}", file=sys.stderr)
+        client = connect(args.redis_url, args.cluster)
+    except RedisUnreachable as exc:
+        print(f"crawler_ext.distributed: {exc}", file=sys.stderr)
         return 2
     if args.command == "push-seeds":
         try:

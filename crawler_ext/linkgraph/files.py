@@ -21,19 +21,18 @@ from __future__ import annotations
 import gzip
 import logging
 import os
-import queue
-import threading
 import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+
+from crawler_ext.runtime.worker import QueueThread
 
 __all__ = ["KINDS", "GraphWriter", "edges", "host_edges", "nodes"]
 
 logger = logging.getLogger(__name__)
 
 KINDS = ("edges", "nodes", "hosts")
-_STOP = object()
 
 
 class GraphWriter:
@@ -45,47 +44,37 @@ class GraphWriter:
                  max_queue: int = 64) -> None:
         self.directory = Path(directory)
         self.max_size = max_size
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queue)
+        self._thread = QueueThread("crawler_ext-linkgraph", self._write, max_queue,
+                                   stopped=self._close_files)
         self._files: dict[str, tuple[Path, object]] = {}
         self._serial = 0
         self.bytes_written = 0
         self.error: OSError | None = None
-        self._thread: threading.Thread | None = None
 
     def open(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         for path in self.directory.glob("*.tsv.gz.open"):  # a crash's: keep what is whole
             os.replace(path, path.with_suffix(""))
-        self._thread = threading.Thread(target=self._run, name="crawler_ext-linkgraph",
-                                        daemon=True)
         self._thread.start()
 
     def write(self, batch: dict[str, list[str]]) -> None:
-        if self._thread is None or self.error is not None:
+        if not self._thread.running or self.error is not None:
             return
-        self._queue.put(batch)
+        self._thread.put(batch)
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._queue.put(_STOP)
-            self._thread.join()
-            self._thread = None
+        self._thread.stop()
 
     # -- the thread --------------------------------------------------------------------------
-    def _run(self) -> None:
-        while True:
-            batch = self._queue.get()
-            if batch is _STOP:
-                self._close_files()
-                return
-            if self.error is not None:
-                continue
-            try:
-                self._append(batch)  # type: ignore[arg-type]
-            except OSError as exc:
-                self.error = exc
-                logger.error("Link graph: writing under %s failed (%s); no more edges "
-                             "written", self.directory, exc)
+    def _write(self, batch: dict[str, list[str]]) -> None:
+        if self.error is not None:
+            return
+        try:
+            self._append(batch)
+        except OSError as exc:
+            self.error = exc
+            logger.error("Link graph: writing under %s failed (%s); no more edges "
+                         "written", self.directory, exc)
 
     def _append(self, batch: dict[str, list[str]]) -> None:
         if not self._files:

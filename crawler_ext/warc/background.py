@@ -11,16 +11,14 @@ thread's writing and is raised by the next ``write``/``flush`` on the caller's t
 
 from __future__ import annotations
 
-import queue
-import threading
 from pathlib import Path
 from typing import Any
 
+from crawler_ext.runtime.worker import QueueThread
 from crawler_ext.warc.writer import WarcFileWriter
 
 __all__ = ["BackgroundWriter"]
 
-_STOP = object()
 _FLUSH = object()
 
 
@@ -31,8 +29,7 @@ class BackgroundWriter:
 
     def __init__(self, writer: WarcFileWriter, max_queue: int = 256) -> None:
         self.writer = writer
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
-        self._thread: threading.Thread | None = None
+        self._thread = QueueThread("crawler_ext-warc", self._write, max_queue)
         self.broken: OSError | None = None
         self._raised = False  # the caller has been told of ``broken``
 
@@ -64,7 +61,6 @@ class BackgroundWriter:
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self) -> None:
         self.writer.open()
-        self._thread = threading.Thread(target=self._run, name="crawler_ext-warc", daemon=True)
         self._thread.start()
 
     def _raise(self) -> None:
@@ -74,48 +70,37 @@ class BackgroundWriter:
 
     def write(self, record: Any) -> None:
         self._raise()
-        if self._thread is None:  # not opened (or closed): write in place
+        if not self._thread.running:  # not opened (or closed): write in place
             self.writer.write(record)
             return
         self.writer.prepare(record)
-        self._queue.put(record)
+        self._thread.put(record)
 
     def flush(self, wait: bool = True, **_: Any) -> None:
         """Wait until every record handed over is in the file, then flush it; with ``wait``
         False (no durable journal to keep in step with) the thread flushes once it has
         written what came before, and the caller goes on at once."""
-        if not wait and self._thread is not None:
+        if not wait and self._thread.running:
             self._raise()
-            try:
-                self._queue.put_nowait(_FLUSH)
-            except queue.Full:  # the thread is busy anyway; it flushes every second
-                pass
+            self._thread.offer(_FLUSH)  # (full: the thread is busy anyway; it flushes too)
             return
-        self._queue.join()
+        self._thread.drain()
         self._raise()
         self.writer.flush()  # the thread is idle: nothing else touches the file now
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._queue.put(_STOP)
-            self._thread.join()
-            self._thread = None
+        self._thread.stop()
         self.writer.close()
         if not self._raised:  # a failure in the last records: the caller must still hear it
             self._raise()
 
-    def _run(self) -> None:
-        while True:
-            record = self._queue.get()
-            try:
-                if record is _STOP:
-                    return
-                if self.broken is None:
-                    if record is _FLUSH:
-                        self.writer.flush()
-                    else:
-                        self.writer.write_prepared(record)
-            except OSError as exc:
-                self.broken = exc  # raised on the caller's thread by its next write or flush
-            finally:
-                self._queue.task_done()
+    def _write(self, record: Any) -> None:  # (on the writer thread)
+        if self.broken is not None:
+            return
+        try:
+            if record is _FLUSH:
+                self.writer.flush()
+            else:
+                self.writer.write_prepared(record)
+        except OSError as exc:
+            self.broken = exc  # raised on the caller's thread by its next write or flush
