@@ -101,6 +101,33 @@ def test_backoff_retry_after_and_crawl_delay() -> None:
     assert f.done(e, Outcome(200, 0.01), 411.0) == 64.0
 
 
+
+def test_a_key_failing_its_error_budget_in_a_row_is_parked() -> None:
+    """Errors and 5xx count in a row, anything else resets the count; at the budget the key
+    rests ERROR_PARK (parked: its URLs kept, the crawl not held); 0 never parks (broken once:
+    the same outcomes with no budget back off only)."""
+    from crawler_ext.frontier.politeness import ERROR_PARK, delay_rule
+
+    for budget in (3, 0):
+        policy = PolitenessPolicy(min_delay=1.0, max_delay=60.0, backoff_max=300,
+                                  error_budget=budget)
+        f = make(policy=policy)
+        f.add([entry("a", n=i) for i in range(8)])
+        now, delays = 0.0, []
+        for status in (503, None, 404, 500, None, 502):  # a 404 is the URL's, not the host's
+            e = f.next(now)
+            assert e is not None, (budget, delays)
+            delays.append(f.done(e, Outcome(status, 0.01), now))
+            now += delays[-1]
+            if delays[-1] >= ERROR_PARK:
+                break
+        if budget:
+            assert delays[-1] == ERROR_PARK and len(delays) == 6  # 500, None, 502 in a row
+            assert "a" in f.parked and f.parked_pending(now - ERROR_PARK + 1) == 2
+            assert delay_rule(policy, delays[-1], 1.0, None, 0.0) == "error_budget"
+        else:
+            assert max(delays) <= 300 and "a" not in f.parked
+
 def test_crawl_delay_is_a_floor() -> None:
     policy = PolitenessPolicy(min_delay=1.0, max_delay=60.0)
     f = make(policy=policy)

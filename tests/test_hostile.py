@@ -225,9 +225,11 @@ def test_hostile_servers_do_not_stop_the_crawl_or_cost_other_pages(hostile, tmp_
 
     kinds = ["hazards", "robots5mb", "robotsbinary", "robotshtml", "robotsslow", "normal",
              "cookiebomb"]
+    # (no error budget: every hazard is fetched, however many fail in a row)
     result = crawl(hostile, tmp_path, kinds, DOWNLOAD_TIMEOUT=5, RETRY_TIMES=1,
                    CRAWLER_EXT_POLITENESS_MIN_DELAY=0.05, CRAWLER_EXT_HOST_PAGE_BUDGET=100,
-                   CRAWLER_EXT_ROBOTS_MAX_FAILURES=2, CRAWLER_EXT_POLITENESS_BACKOFF_MAX=1)
+                   CRAWLER_EXT_ROBOTS_MAX_FAILURES=2, CRAWLER_EXT_POLITENESS_BACKOFF_MAX=1,
+                   CRAWLER_EXT_HOST_ERROR_BUDGET=0)
     assert result.returncode == 0, result.output[-3000:]
     # failed downloads are logged by Scrapy as usual; nothing of the pack's raised
     assert 'File "' + str(ROOT / "crawler_ext") not in result.output, result.output[-5000:]
@@ -254,6 +256,33 @@ def test_hostile_servers_do_not_stop_the_crawl_or_cost_other_pages(hostile, tmp_
     assert result.stat("admission/rejected/host_budget") > 9_000
     assert archived_uris(tmp_path / "warcs")  # every WARC file passes warcio check
 
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("budget", [5, 0])
+def test_a_host_whose_fetches_keep_failing_is_parked_and_the_crawl_ends(
+        hostile, tmp_path: Path, budget: int) -> None:
+    """12 pages that always answer 503 (half with Retry-After: 1) and one that never answers,
+    beside a normal host: after CRAWLER_EXT_HOST_ERROR_BUDGET failures in a row the failing
+    host is parked, its URLs kept and reported, and the crawl ends by itself; without the
+    budget (0) it is still retrying when CLOSESPIDER_TIMEOUT stops it."""
+    result = crawl(hostile, tmp_path, ["failing", "normal"], DOWNLOAD_TIMEOUT=3,
+                   CLOSESPIDER_TIMEOUT=60, CRAWLER_EXT_POLITENESS_BACKOFF_MAX=5,
+                   CRAWLER_EXT_HOST_ERROR_BUDGET=budget)
+    assert result.returncode == 0, result.output[-3000:]
+    fetched = {(e.host.split(".")[0], e.path) for e in read_log(hostile.log_path)}
+    assert {("normal", f"/ok/{i}") for i in range(5)} <= fetched
+    if budget == 0:  # broken once: the failing host holds the crawl open to the timeout
+        assert result.stat("finish_reason") == "closespider_timeout", result.stats
+        return
+    assert result.stat("finish_reason") == "finished", result.stats
+    assert result.stat("elapsed_time_seconds") < 45
+    assert result.stat("frontier/hosts_failing") == 1
+    assert result.stat("frontier/parked") == 1 and result.stat("frontier/parked_pending") > 0
+    failing = [e for e in read_log(hostile.log_path) if e.host.startswith("failing.")
+               and (e.path.startswith("/f/") or e.path == "/never")]
+    assert len(failing) == budget  # the budget's failures, then nothing more
+    assert "failed CRAWLER_EXT_HOST_ERROR_BUDGET fetches in a row" in result.output
 
 SPIDER = '''
 import threading

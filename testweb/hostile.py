@@ -33,6 +33,9 @@ Hosts (each with a home page ``/`` linking its pages):
   of 5 MB, of binary garbage, an HTML page, one that never answers, and one that answers 503;
   five ordinary pages each.
 * ``sink``: ``/sink`` links 200,000 URLs ``/gone/N`` that all answer 404 (a budget sink).
+* ``failing``: its home page links ``FAILING_PAGES`` pages ``/f/N`` that always answer 503
+  (the even ones with ``Retry-After: 1``) and ``/never``, which never answers (a host whose
+  fetches keep failing: the error budget).
 
 Legitimate sites that look like traps (a crawler must fetch them whole):
 
@@ -51,8 +54,10 @@ import time
 from email.utils import formatdate
 from typing import IO, Any
 
-__all__ = ["CATALOGUE_ITEMS", "FORBIDDEN_ADDRESS", "HAZARDS", "PAGINATION", "SINK_LINKS",
-           "forbidden_forms", "main"]
+__all__ = ["CATALOGUE_ITEMS", "FAILING_PAGES", "FORBIDDEN_ADDRESS", "HAZARDS", "PAGINATION",
+           "SINK_LINKS", "forbidden_forms", "main"]
+
+FAILING_PAGES = 12
 
 HAZARDS = ("gzip-bomb", "huge", "lying-length", "slow-body", "no-answer", "reset",
            "bad-status", "many-headers", "huge-header", "loop", "chain", "links", "deep",
@@ -100,6 +105,9 @@ def respond(host: str, path: str, forbidden_port: int,
         return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n"
     if kind == "retryafter" and path != "/":
         return 429, {"Retry-After": "999999", **html}, b"slow down"
+    if kind == "failing" and path.startswith("/f/"):
+        retry = {"Retry-After": "1"} if int(path[3:] or 0) % 2 == 0 else {}
+        return 503, {**retry, **html}, b"unavailable"
     if kind == "retrydate" and path != "/":
         return 503, {"Retry-After": formatdate(time.time() + 7 * 86400, usegmt=True), **html}, \
             b"come back next week"
@@ -154,7 +162,8 @@ def respond(host: str, path: str, forbidden_port: int,
         links = pages + ([f"/to/{form}" for form in forms] if kind == "redirects" else []) + \
             ([f"/h/{name}" for name in HAZARDS] if kind == "hazards" else []) + \
             (["/h/cookies"] if kind == "cookiebomb" else []) + \
-            (["/sink"] if kind == "sink" else [])
+            (["/sink"] if kind == "sink" else []) + \
+            ([f"/f/{i}" for i in range(FAILING_PAGES)] + ["/never"] if kind == "failing" else [])
         headers = dict(html)
         return 200, headers, _page(links, f"{kind} home page")
     if path in pages:
@@ -234,7 +243,8 @@ def _transport_hazard(host: str, path: str, request: Any, logged: Any) -> Any:
 
     kind = host.split(".")[0]
     if kind == "robotsslow" and path == "/robots.txt" or \
-            kind == "hazards" and path == "/h/no-answer":
+            kind == "hazards" and path == "/h/no-answer" or \
+            kind == "failing" and path == "/never":
         logged(0, 0)
         return NOT_DONE_YET  # accepted, never answered
     if kind != "hazards" or not path.startswith("/h/"):

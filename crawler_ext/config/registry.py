@@ -157,6 +157,10 @@ _SPECS = [
             "File of the sqlite frontier; default JOBDIR/frontier.sqlite3."),
     Setting("CRAWLER_EXT_HOSTS", {}, mapping,
             "Hosts override: NAME=ADDRESS pairs (or a dict); NAME may be a *.wildcard."),
+    Setting("CRAWLER_EXT_HOST_ERROR_BUDGET", 5, number(int, 0),
+            "Fetches of a host failed in a row (timeouts, connection errors, 5xx) after which "
+            "it is parked: its URLs are kept and reported, and do not hold the crawl open "
+            "(0: never)."),
     Setting("CRAWLER_EXT_HOST_PAGE_BUDGET", 0, number(int, 0),
             "Most URLs admitted per host (0: no budget)."),
     Setting("CRAWLER_EXT_HOST_PATTERN_CAP", 1000, number(int, 0),

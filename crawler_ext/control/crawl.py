@@ -85,6 +85,7 @@ class RunningCrawl:
                 "queued": figures["queued"], "bands": figures["bands"],
                 "delayed": figures["delayed"], "active_keys": figures["active_hosts"],
                 "parked_keys": len(frontier.parked), "in_flight": figures["in_flight"],
+                "failing_keys": int(stats.get("frontier/hosts_failing", 0)),
                 "keys_with_rules": len(self.control.controls.keys()),
                 "errors": _starting(stats, _ERROR_STATS),
                 "dedup": _starting(stats, _DEDUP_STATS),

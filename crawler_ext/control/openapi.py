@@ -42,6 +42,7 @@ _STATUS = {"type": "object", "required": ["state", "pages", "pages_per_second", 
                           "bands": {"type": ["array", "null"], "items": {"type": "integer"}},
                           "delayed": {"type": "integer"}, "active_keys": {"type": "integer"},
                           "parked_keys": {"type": "integer"}, "in_flight": {"type": "integer"},
+                          "failing_keys": {"type": "integer"},
                           "errors": {"type": "object"}, "dedup": {"type": "object"},
                           "admission": {"type": "object"}, "warc_bytes": {"type": "integer"}}}
 

@@ -9,6 +9,9 @@ above its limit instead of being refused every other fetch.
 A Retry-After header on a 429/503 and a robots.txt Crawl-delay are the server's word and are
 honoured in full; when either asks for more than ``backoff_max`` the frontier parks the key
 (``Frontier.parked``): its URLs are kept, but they do not hold the crawl open.
+A key whose fetches failed ``error_budget`` times in a row (no response, or a 5xx) rests
+:data:`ERROR_PARK` seconds, so it is parked too, as Nutch's per-queue exception limit drops a
+queue: a host that keeps timing out or failing no longer holds the crawl open.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from email.utils import parsedate_to_datetime
 
 from crawler_ext.frontier.storage import HostState
 
-__all__ = ["Outcome", "PolitenessPolicy", "delay_rule", "parse_retry_after"]
+__all__ = ["ERROR_PARK", "Outcome", "PolitenessPolicy", "delay_rule", "parse_retry_after"]
 
 BACKOFF_STATUSES = frozenset({429, 503})
+#: how long a key whose fetches failed its error budget in a row rests: past any crawl's end
+ERROR_PARK = 30 * 86400.0
 
 
 def parse_retry_after(value: str | bytes | None, now: float | None = None) -> float | None:
@@ -66,6 +71,7 @@ class PolitenessPolicy:
     latency_factor: float = 10.0
     backoff_factor: float = 4.0
     backoff_max: float = 300.0
+    error_budget: int = 0  # failed fetches in a row that park a key (0: never)
 
     def __post_init__(self) -> None:
         if self.max_delay < self.min_delay:
@@ -100,6 +106,12 @@ class PolitenessPolicy:
                         state.floor)
         if outcome.retry_after is not None and outcome.status in BACKOFF_STATUSES:
             delay = outcome.retry_after
+        if outcome.status is None or outcome.status >= 500:
+            state.failures += 1
+            if self.error_budget and state.failures >= self.error_budget:
+                delay = ERROR_PARK
+        else:
+            state.failures = 0
         if key_floor > delay:
             delay = key_floor
         state.delay = delay
@@ -122,6 +134,8 @@ def delay_rule(policy: PolitenessPolicy, delay: float, backoff: float,
     close = 1e-6
     if not delay:
         return "none_yet"
+    if delay >= ERROR_PARK:
+        return "error_budget"
     if key_floor and delay <= key_floor + close:
         return floor_rule or "key_floor"
     if crawl_delay is not None and delay <= crawl_delay + close:

@@ -66,6 +66,7 @@ class HostState:
     next_allowed: float = 0.0  # unix time
     floor: float = 0.0  # learned: gaps shorter than this drew a 429/503; decays on success
     in_flight: int = field(default=0, compare=False)
+    failures: int = field(default=0, compare=False)  # fetches failed in a row (errors, 5xx)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # (MemoryStore's subclasses)

@@ -130,6 +130,9 @@ def render(runs: list[Run]) -> str:
         ["pages fetched (this run)", stats.get("downloader/response_count", 0)],
         ["items scraped (this run)", stats.get("item_scraped_count", 0)],
         ["politeness violations (frontier)", stats.get("frontier/politeness_violations", 0)],
+        ["hosts parked: at close / for errors / their queued URLs",
+         f"{stats.get('frontier/parked', 0)} / {stats.get('frontier/hosts_failing', 0)} / "
+         f"{stats.get('frontier/parked_pending', 0)}"],
         ["WARC directory", warc_dir or "(archiving off)"],
         ["WARC files / bytes", f"{len(warc_files)} / {sum(s for _, s in warc_files):,}"],
     ]

@@ -40,8 +40,12 @@ STATS: list[Stat] = [
          "requests left in the frontier at close"),
     Stat(("frontier/parked", "frontier/parked_pending", "frontier/parkings"),
          "hosts parked at close (they asked to wait longer than "
-         "`CRAWLER_EXT_POLITENESS_BACKOFF_MAX`, or their robots.txt failed and waits for its "
-         "retry), their queued URLs, and parkings during the crawl"),
+         "`CRAWLER_EXT_POLITENESS_BACKOFF_MAX`, their robots.txt failed and waits for its "
+         "retry, or they failed their error budget), their queued URLs, and parkings during "
+         "the crawl"),
+    Stat(("frontier/hosts_failing",),
+         "hosts parked because `CRAWLER_EXT_HOST_ERROR_BUDGET` fetches in a row failed "
+         "(timeouts, connection errors, 5xx)"),
     Stat(("netguard/refused",),
          "requests the SSRF guard stopped in the download path"),
     Stat(("netguard/lookup_failed", "netguard/refused_at_connect"),

@@ -58,6 +58,7 @@ def make_frontier(crawler: Crawler, refresh_share: float,
         latency_factor=get("CRAWLER_EXT_POLITENESS_LATENCY_FACTOR"),
         backoff_factor=get("CRAWLER_EXT_POLITENESS_BACKOFF_FACTOR"),
         backoff_max=get("CRAWLER_EXT_POLITENESS_BACKOFF_MAX"),
+        error_budget=get("CRAWLER_EXT_HOST_ERROR_BUDGET"),
     )
     shared = SHARED_BACKENDS.get(get("CRAWLER_EXT_FRONTIER_BACKEND"))
     if shared is not None:

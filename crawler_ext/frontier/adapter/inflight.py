@@ -23,7 +23,8 @@ from crawler_ext.frontier.adapter.robotsgate import RobotsGate
 from crawler_ext.frontier.adapter.roles import Port
 from crawler_ext.frontier.contract import FrontierBackend
 from crawler_ext.frontier.lag import ServerLatency
-from crawler_ext.frontier.politeness import BACKOFF_STATUSES, Outcome, parse_retry_after
+from crawler_ext.frontier.politeness import (BACKOFF_STATUSES, ERROR_PARK, Outcome,
+                                             parse_retry_after)
 from crawler_ext.frontier.storage import Entry
 from crawler_ext.meta import ROBOTS_META
 
@@ -79,6 +80,7 @@ class InFlight:
         self._rearm = rearm
         self._requests: dict[Request, _Flight] = {}
         self._parked_logged = 0
+        self._failing_logged = 0
         self._delay_max = -1.0  # since the last count_into
 
     def count_into(self) -> None:
@@ -150,17 +152,29 @@ class InFlight:
             if info.retry_after is not None:
                 self._inc("frontier/retry_after_honoured")
         if info.key in self.frontier.parked:
-            self._parked(info.key, delay)
-            self.decisions.tell("parked", info.key, "retry_after" if info.retry_after is not None
-                                else "backoff", now + delay)
+            failing = delay >= ERROR_PARK
+            self._parked(info.key, delay, failing)
+            self.decisions.tell("parked", info.key, "error_budget" if failing else
+                                "retry_after" if info.retry_after is not None else "backoff",
+                                now + delay)
         elif delay > self._delay_max:
             self._delay_max = delay
         self._rearm()
 
-    def _parked(self, key: str, delay: float) -> None:
-        """A host asked to wait longer than CRAWLER_EXT_POLITENESS_BACKOFF_MAX: honoured, but
-        it does not keep the crawl open (logged for the first hosts, counted at close)."""
+    def _parked(self, key: str, delay: float, failing: bool) -> None:
+        """A host asked to wait longer than CRAWLER_EXT_POLITENESS_BACKOFF_MAX, or failed its
+        error budget: honoured, but it does not keep the crawl open (logged for the first
+        hosts, counted at close)."""
         self._inc("frontier/parkings")
+        if failing:
+            self._inc("frontier/hosts_failing")
+            if self._failing_logged < 10:
+                self._failing_logged += 1
+                logger.warning("Frontier: %s failed CRAWLER_EXT_HOST_ERROR_BUDGET fetches in a "
+                               "row (timeouts, connection errors, 5xx): parked; its queued URLs "
+                               "are kept but the crawl may finish without them "
+                               "(frontier/hosts_failing)", key)
+            return
         if self._parked_logged < 10:
             self._parked_logged += 1
             logger.warning("Frontier: %s asks to wait %.0f s (Retry-After or Crawl-delay), more "
