@@ -22,6 +22,7 @@ class LogEntry:
     client: str
     status: int
     bytes: int
+    ip: str = ""  # the address the request came to (the broad web's shared hosting)
 
 
 def write_entry(log: IO[str], request: Any, host: str, path: str, start: float, status: int,
