@@ -4,7 +4,7 @@
                              [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
                              [distributed_scale] [recrawl] [render] [dispatch] [outlinks]
                              [soak] [fuzz] [processors] [focus] [control] [outputs]
-                             [nemesis] [--quick]
+                             [nemesis] [broad] [capacity] [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
 noise affects all rows of one table alike.  Crawls run the reference `web` spider in a
@@ -50,6 +50,8 @@ BENCHES = {
     "control": ("control", "bench_control"),
     "outputs": ("outputs", "bench_outputs"),
     "nemesis": ("nemesis", "bench_nemesis"),
+    "broad": ("broad", "bench_broad"),
+    "capacity": ("capacity", "bench_capacity"),
 }
 #: measurements run in a process of their own (``harness.in_child``): module, function
 CHILDREN = {
@@ -57,6 +59,7 @@ CHILDREN = {
     "disk-frontier": ("engines", "disk_frontier_run"),
     "engine-feed": ("cpu", "engine_feed"),
     "pdf-library": ("processors", "pdf_library_run"),
+    "capacity": ("capacity", "simulate"),
 }
 
 

@@ -40,7 +40,8 @@ def test_a_broad_crawl_is_polite_obeys_robots_txt_and_asks_each_name_once(
         result = run_crawl("-a", f"seeds={server.seeds_path}", items_path=tmp_path / "items.jsonl",
                            settings={"CRAWLER_EXT_DNS_SERVERS": f"127.0.0.1:{server.dns_port}",
                                      "CRAWLER_EXT_POLITENESS_MIN_DELAY": 1.0,
-                                     "CONCURRENT_REQUESTS": 100, "DOWNLOAD_TIMEOUT": 5,
+                                     "CONCURRENT_REQUESTS": 100, "DOWNLOAD_TIMEOUT": 2,
+                                     "CRAWLER_EXT_POLITENESS_BACKOFF_MAX": 4,
                                      "CLOSESPIDER_TIMEOUT": 150, "LOG_LEVEL": "INFO"},
                            timeout=240)
         queries = server.dns_queries()

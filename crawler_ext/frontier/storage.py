@@ -114,6 +114,10 @@ class KeyState:
             return fifo[0]
         return heap[0]
 
+    def heap_size(self) -> int:
+        """Keys in the ready heap (both parts)."""
+        return len(self._heap) + len(self._fifo)
+
     def heap_peek(self) -> tuple[float, str] | None:
         top = self._top()
         return (top[0], top[2]) if top is not None else None
