@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,6 +65,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def local_redis(url: str) -> Iterator[Any]:
+    """The body of a fixture: the machine's Redis database at ``url``, flushed before and
+    after (it must answer: ``.ci/run`` starts one)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.fail("Redis does not answer on 127.0.0.1:6379 (.ci/run starts one)")
+    client.flushdb()
+    yield client
+    client.flushdb()
 
 
 def run_crawl(*args: str, settings: dict | None = None, items_path: Path | None = None,

@@ -15,25 +15,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, local_redis
 
 from crawler_ext.workers.merge import merge_stats
 from testweb import politeness_violations, read_log
 
-redis_lib = pytest.importorskip("redis")
 REDIS_URL = "redis://127.0.0.1:6379/8"
 
 
 @pytest.fixture
 def redis():
-    client = redis_lib.Redis.from_url(REDIS_URL)
-    try:
-        client.ping()
-    except redis_lib.ConnectionError:
-        pytest.fail("Redis does not answer on 127.0.0.1:6379 (.ci/run starts one)")
-    client.flushdb()
-    yield client
-    client.flushdb()
+    yield from local_redis(REDIS_URL)
 
 
 def workers_command(web, tmp_path: Path, n: int, *extra: str) -> list[str]:

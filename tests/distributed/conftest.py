@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from conftest import local_redis
 
 from crawler_ext.distributed.cli import cluster_client
 from testweb.rediscluster import RedisClusterServer, cluster_available
@@ -65,15 +66,9 @@ def target(request) -> Target:
 
 @pytest.fixture
 def single_redis():
-    """The single Redis (database 9), flushed, for the tests that do not run on the cluster."""
-    client = redis_lib.Redis.from_url(REDIS_URL)
-    try:
-        client.ping()
-    except redis_lib.ConnectionError:
-        pytest.fail("Redis does not answer on 127.0.0.1:6379 (.ci/run starts one)")
-    client.flushdb()
-    yield client
-    client.flushdb()
+    """The single Redis (this worker's database), flushed, for the tests that do not run on
+    the cluster."""
+    yield from local_redis(REDIS_URL)
 
 
 @pytest.fixture
