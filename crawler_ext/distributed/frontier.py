@@ -99,7 +99,7 @@ class RedisFrontier:
     ) -> None:
         self.redis = redis
         self.layout = layout
-        self.prefix = prefix = layout.prefix
+        self.prefix = layout.prefix
         lease_ttl = layout.lease_ttl
         self.policy = policy
         self.key_floors: dict[str, float] = {}  # keys' own floors (see KeyControls)

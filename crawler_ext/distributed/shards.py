@@ -121,8 +121,3 @@ class ShardLayout:
     def tags(self) -> list[str]:
         """Each shard's hash tag: its keys' common prefix (one cluster slot a shard)."""
         return [f"{{{self.prefix}:s{n}}}" for n in range(self.shards)]
-
-    def shard(self, key: str) -> int:
-        """The shard a politeness key belongs to."""
-        return shard_of(key, self.shards)
-

@@ -23,6 +23,7 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 from scrapy.utils.reactor import is_reactor_installed
 
 from crawler_ext import config
+from crawler_ext.config.scrapyside import use_bundled_public_suffix_list
 from crawler_ext.frontier.adapter.checks import check_settings
 from crawler_ext.frontier.adapter.durability import STORAGE_ERRORS
 from crawler_ext.frontier.adapter.factory import scheduler_build
@@ -34,7 +35,6 @@ from crawler_ext.frontier.keys import politeness_key
 from crawler_ext.frontier.strategy import CrawlingStrategy
 from crawler_ext.hosts.dns import install_resolver
 from crawler_ext.meta import ROBOTS_META
-from crawler_ext.config.scrapyside import use_bundled_public_suffix_list
 from crawler_ext.seen import SeenSet, as_seen_set
 from crawler_ext.signals import (
     content_checked,
