@@ -9,6 +9,7 @@ host of its own in a :class:`~testweb.netlab.NetLab` (``hosts``), for partitions
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -24,21 +25,37 @@ def cluster_available() -> bool:
 
 
 def _free_ports(n: int) -> list[int]:
-    """``n`` loopback ports, each with its cluster bus port (+10000) free too."""
+    """``n`` loopback ports, each with its cluster bus port (+10000) free too, all below the
+    kernel's ephemeral range: a port taken from that range and let go can be handed to any
+    client connection before ``redis-server`` binds it."""
+    low, _high = _ephemeral_range()
     ports: list[int] = []
-    while len(ports) < n:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port > 50000 or port in ports:
+    rng = random.Random()
+    for _ in range(10_000):
+        if len(ports) == n:
+            return ports
+        port = rng.randrange(10_000, min(low, 32_768) - 10_000)
+        if port in ports or not all(_bindable(p) for p in (port, port + 10_000)):
             continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
         ports.append(port)
-    return ports
+    raise RuntimeError("no free ports for a Redis Cluster")
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32_768, 60_999
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 class RedisClusterServer:
@@ -77,9 +94,30 @@ class RedisClusterServer:
         return out.stdout
 
     def start(self) -> RedisClusterServer:
+        # on lab hosts every node has the machine to itself: any port is free; on loopback
+        # a port can still be taken between the check and the bind: then try new ports
+        for attempt in range(3):
+            try:
+                self._start_nodes()
+                break
+            except RuntimeError:
+                if self.hosts or attempt == 2:
+                    raise
+        create = subprocess.run(
+            [*self._exec(self.ports[0]), "redis-cli", "--cluster", "create",
+             *(f"{self.address(p)}:{p}" for p in self.ports),
+             "--cluster-replicas", str(self.replicas), "--cluster-yes"],
+            capture_output=True, text=True, timeout=60)
+        if create.returncode != 0:
+            self.stop()
+            raise RuntimeError(f"redis-cli --cluster create failed: {create.stdout[-1000:]}")
+        self.wait_ok()
+        return self
+
+    def _start_nodes(self) -> None:
         n = self.primaries * (1 + self.replicas)
-        # on lab hosts every node has the machine to itself: any port is free
         self.ports = list(range(7000, 7000 + n)) if self.hosts else _free_ports(n)
+        self.procs = {}
         for port in self.ports:
             node = self.dir / str(port)
             node.mkdir(parents=True, exist_ok=True)
@@ -94,20 +132,10 @@ class RedisClusterServer:
         deadline = time.time() + 20
         for port in self.ports:
             while self._cli(port, "ping").strip() != "PONG":
-                if time.time() > deadline:
+                if time.time() > deadline or self.procs[port].poll() is not None:
                     self.stop()
                     raise RuntimeError(f"redis-server on port {port} did not start")
                 time.sleep(0.05)
-        create = subprocess.run(
-            [*self._exec(self.ports[0]), "redis-cli", "--cluster", "create",
-             *(f"{self.address(p)}:{p}" for p in self.ports),
-             "--cluster-replicas", str(self.replicas), "--cluster-yes"],
-            capture_output=True, text=True, timeout=60)
-        if create.returncode != 0:
-            self.stop()
-            raise RuntimeError(f"redis-cli --cluster create failed: {create.stdout[-1000:]}")
-        self.wait_ok()
-        return self
 
     def wait_ok(self, timeout: float = 30) -> None:
         """Until every live node sees the cluster as ok with all slots served, and every
