@@ -113,9 +113,10 @@ class WebSpider(scrapy.Spider):
             yield scrapy.Request(url, callback=self.parse, dont_filter=False)
 
     def parse(self, response: Response) -> Iterator[Any]:
-        directives = page_directives(response)
-        links: list[str] = []
         processed = response.meta.get(PROCESSED_META)  # the content processors' answer
+        found = processed.metadata.get("directives") if processed is not None else None
+        directives = page_directives(response, found=found)
+        links: list[str] = []
         if processed is not None and not processed.refused:
             if not directives.nofollow:
                 links = [link.url for link in processed.links]

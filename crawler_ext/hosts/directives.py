@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from scrapy.http import HtmlResponse, TextResponse
@@ -34,12 +35,23 @@ def _tokens(values: list[str], agent: str) -> set[str]:
     return tokens
 
 
-def page_directives(response: Any, agent: str = "crawler_ext") -> PageDirectives:
-    """Directives of an HTML (or any) response; ``none`` means noindex and nofollow."""
+def page_directives(response: Any, agent: str = "crawler_ext",
+                    found: Mapping[str, Any] | None = None) -> PageDirectives:
+    """Directives of an HTML (or any) response; ``none`` means noindex and nofollow.
+    ``found``: what the HTML processor read in the page (``page_directive_sources``), so
+    the page is not parsed again here."""
     headers = [v.decode("latin-1") for v in response.headers.getlist("X-Robots-Tag")]
     metas: list[str] = []
     canonical = None
-    if isinstance(response, TextResponse):
+    if found is not None:
+        names = ("robots", agent.lower())
+        metas = [content for name, content in found.get("metas", ()) if name in names]
+        href = found.get("canonical")
+        try:
+            canonical = response.urljoin(href.strip()) if href else None
+        except ValueError:
+            canonical = None
+    elif isinstance(response, TextResponse):
         try:
             for name in ("robots", agent):
                 metas += response.xpath(

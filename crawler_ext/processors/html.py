@@ -55,6 +55,27 @@ def link_context(anchor: Any, label: str) -> str:
     return " ".join(before.split()[-CONTEXT_WORDS:] + after.split()[:CONTEXT_WORDS])
 
 
+_DIRECTIVE_WORDS = ("noindex", "nofollow", "none")
+
+
+def page_directive_sources(root: Any) -> dict[str, Any]:
+    """What :func:`crawler_ext.hosts.directives.page_directives` reads in a page, read here
+    so the crawl's reactor does not parse the page again: the ``<meta name content>`` pairs
+    whose content holds a directive word (name in lower case; the agent a name addresses is
+    judged there) and the first ``<link rel=canonical>``'s href, unresolved."""
+    metas = []
+    for meta in root.iter("meta"):
+        name, content = meta.get("name"), meta.get("content")
+        if name and content and any(w in content.lower() for w in _DIRECTIVE_WORDS):
+            metas.append((name.lower(), content))
+    canonical = None
+    for link in root.iter("link"):
+        if link.get("rel") == "canonical" and link.get("href") is not None:
+            canonical = link.get("href")
+            break
+    return {"metas": metas[:100], "canonical": canonical}
+
+
 class HtmlProcessor:
     name = "html"
     content_kind = "html"
@@ -78,6 +99,7 @@ class HtmlProcessor:
                  for meta in root.iterfind(".//head/meta")][:100]
         if metas:
             metadata["metas"] = metas
+        metadata["directives"] = page_directive_sources(root)
         base = document.url
         for href in root.iterfind(".//base[@href]"):
             resolved, _ = extract_links(document.url, [href.get("href") or ""])

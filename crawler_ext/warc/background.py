@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from crawler_ext.runtime.worker import QueueThread
+from crawler_ext.warc.plans import RecordPlan
 from crawler_ext.warc.writer import WarcFileWriter
 
 __all__ = ["BackgroundWriter"]
 
 _FLUSH = object()
+_PLAN = object()  # (_PLAN, plan): a record plan, built on the thread
 
 
 class BackgroundWriter:
@@ -76,6 +78,19 @@ class BackgroundWriter:
         self.writer.prepare(record)
         self._thread.put(record)
 
+    def write_plan(self, plan: RecordPlan) -> None:
+        self._raise()
+        if not self._thread.running:
+            self.writer.write_plan(plan)
+            return
+        self._thread.put((_PLAN, plan))
+
+    def new_id(self) -> str:
+        return self.writer.new_id()
+
+    def new_date(self, same_as: str | None = None) -> str:
+        return self.writer.new_date(same_as)
+
     def flush(self, wait: bool = True, **_: Any) -> None:
         """Wait until every record handed over is in the file, then flush it; with ``wait``
         False (no durable journal to keep in step with) the thread flushes once it has
@@ -100,6 +115,8 @@ class BackgroundWriter:
         try:
             if record is _FLUSH:
                 self.writer.flush()
+            elif isinstance(record, tuple) and record[0] is _PLAN:
+                self.writer.write_plan(record[1])
             else:
                 self.writer.write_prepared(record)
         except OSError as exc:

@@ -24,13 +24,11 @@ import hashlib
 import io
 import logging
 from collections import OrderedDict
-from http import HTTPStatus
 from typing import Any
 
 from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
-from warcio.statusandheaders import StatusAndHeaders
 
 from crawler_ext import config
 from crawler_ext.runtime.diskfull import is_disk_full, report_disk_full
@@ -40,7 +38,8 @@ from crawler_ext.signals import (content_duplicate, document_processed, frontier
 from crawler_ext.warc.cdxj import metadata_uri
 from crawler_ext.warc.derivatives import wat_payload, wat_record, wet_record
 from crawler_ext.warc.process import ProcessWriter
-from crawler_ext.warc.writer import WarcFileWriter, metadata_payload
+from crawler_ext.warc.plans import FetchPlan, MetadataPlan
+from crawler_ext.warc.writer import WarcFileWriter
 from crawler_ext.meta import WARC_META  # (its home; re-exported here)
 
 __all__ = ["WARC_META", "WarcPipeline", "payload_digest"]
@@ -51,13 +50,6 @@ _DROP_HEADERS = {b"transfer-encoding"}
 
 def payload_digest(body: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
-
-
-def _status_line(status: int) -> str:
-    try:
-        return f"{status} {HTTPStatus(status).phrase}"
-    except ValueError:
-        return f"{status} Unknown"
 
 
 class WarcPipeline:
@@ -167,50 +159,37 @@ class WarcPipeline:
             if self.stats is not None:
                 self.stats.inc_value("warc/skipped_noindex")
             return
-        b = self.writer.builder
+        w = self.writer
         uri = request.url
-        req_head = StatusAndHeaders(
-            f"{request.method} {_request_target(uri)} HTTP/1.1",
-            [(k.decode("latin-1"), v.decode("latin-1"))
-             for k, vs in request.headers.items() for v in vs], is_http_request=True)
-        resp_head = StatusAndHeaders(
-            _status_line(response.status),
-            [(k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items()
-             if k.lower() not in _DROP_HEADERS for v in vs],
-            protocol=response.protocol or "HTTP/1.1")
-        warc_headers = {}
-        if response.ip_address is not None:
-            warc_headers["WARC-IP-Address"] = str(response.ip_address)
         body = response.body
         digest = payload_digest(body)
         first = self._first_capture.get(digest)
         if response.status == 304:
-            record = b.create_revisit_record(
-                uri, digest, uri, b.curr_warc_date(), http_headers=resp_head,
-                warc_headers_dict=warc_headers)
-            record.rec_headers.replace_header(
-                "WARC-Profile", "http://netpreserve.org/warc/1.1/revisit/server-not-modified")
-            kind = "revisit"
+            kind = "not_modified"
         elif first is not None and body:
-            record = b.create_revisit_record(uri, digest, first[0], first[1],
-                                             http_headers=resp_head,
-                                             warc_headers_dict=warc_headers)
             kind = "revisit"
         else:
-            warc_headers["WARC-Payload-Digest"] = digest
-            record = b.create_warc_record(uri, "response", payload=io.BytesIO(body),
-                                          length=len(body), http_headers=resp_head,
-                                          warc_headers_dict=warc_headers)
             kind = "response"
-        if not self._write(record):
+        rec_id = w.new_id()
+        date = w.new_date()
+        req_id = w.new_id()
+        req_date = w.new_date(same_as=date)  # (the test seam's own, where it is set)
+        plan = FetchPlan(
+            uri, kind, f"{request.method} {_request_target(uri)} HTTP/1.1",
+            [(k.decode("latin-1"), v.decode("latin-1"))
+             for k, vs in request.headers.items() for v in vs],
+            response.status, response.protocol or "HTTP/1.1",
+            [(k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items()
+             if k.lower() not in _DROP_HEADERS for v in vs],
+            str(response.ip_address) if response.ip_address is not None else None,
+            body, digest, first, (rec_id, req_id), (date, req_date))
+        try:
+            w.write_plan(plan)
+        except OSError as exc:
+            self._failed(exc)
             return
-        rec_id = record.rec_headers.get_header("WARC-Record-ID")
-        date = record.rec_headers.get_header("WARC-Date")
-        req_record = b.create_warc_record(uri, "request", http_headers=req_head,
-                                          warc_headers_dict={"WARC-Date": date,
-                                                             "WARC-Concurrent-To": rec_id})
-        if not self._write(req_record):
-            return
+        if kind == "not_modified":
+            kind = "revisit"
         self._captures[uri] = rec_id
         if kind == "response" and body and digest not in self._first_capture:
             self._first(uri, digest, date)
@@ -281,16 +260,13 @@ class WarcPipeline:
                                                    "distance": distance}})
 
     def _metadata(self, url: str, data: dict) -> None:
-        b = self.writer.builder
-        headers = {"Content-Type": "application/json"}
-        rec_id = self._captures.get(url)
-        if rec_id:
-            headers["WARC-Refers-To"] = rec_id
-        payload = metadata_payload(data)
-        record = b.create_warc_record(metadata_uri(url), "metadata", payload=io.BytesIO(payload),
-                                      length=len(payload), warc_content_type="application/json",
-                                      warc_headers_dict=headers)
-        if not self._write(record):
+        w = self.writer
+        plan = MetadataPlan(metadata_uri(url), self._captures.get(url), data, w.new_id(),
+                            w.new_date())
+        try:
+            w.write_plan(plan)
+        except OSError as exc:
+            self._failed(exc)
             return
         if self.stats is not None:
             self.stats.inc_value("warc/records/metadata")

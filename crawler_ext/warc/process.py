@@ -25,6 +25,7 @@ from typing import Any
 
 from crawler_ext.runtime.spawn import start_helper
 from crawler_ext.warc.background import BackgroundWriter
+from crawler_ext.warc.plans import RecordPlan
 from crawler_ext.warc.writer import WarcFileWriter
 
 __all__ = ["ProcessWriter"]
@@ -49,6 +50,9 @@ def _serve(conn: Any, config: dict[str, Any]) -> None:
             if kind == "w":
                 if writer.broken is None:
                     writer.write_prepared(message[1])
+            elif kind == "p":
+                if writer.broken is None:
+                    writer.write_plan(message[1])
             elif kind == "f":
                 if writer.broken is None:
                     writer.flush()
@@ -56,7 +60,7 @@ def _serve(conn: Any, config: dict[str, Any]) -> None:
                 writer.close()
         except OSError:
             pass  # ``writer.broken`` holds it: reported with the next state
-        if kind == "w":
+        if kind in ("w", "p"):
             continue
         conn.send((message[1], writer.records, writer.bytes_written,
                    [str(p) for p in writer.files], writer.broken, writer.take_located()))
@@ -106,11 +110,22 @@ class ProcessWriter(BackgroundWriter):
         if self._proc is None:
             super().write(record)
             return
+        self.writer.prepare(record)
+        self._send(("w", record))
+
+    def write_plan(self, plan: RecordPlan) -> None:
+        """A record plan (``crawler_ext.warc.plans``): its records are built in the
+        process."""
+        if self._proc is None:
+            super().write_plan(plan)
+            return
+        self._send(("p", plan))
+
+    def _send(self, message: tuple) -> None:
         self._collect()
         self._raise()
-        self.writer.prepare(record)
         try:
-            self._conn.send(("w", record))
+            self._conn.send(message)
         except OSError as exc:
             self._ended(exc)
             self._raise()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import json
 import logging
 import os
 import socket
@@ -32,9 +31,10 @@ from warcio.timeutils import iso_date_to_timestamp
 from warcio.warcwriter import WARCWriter
 
 from crawler_ext.warc.cdxj import cdxj_line
+from crawler_ext.warc.plans import RecordPlan, metadata_payload  # (its home; re-exported)
 from crawler_ext.warc.spool import IndexSpool, remove_runs
 
-__all__ = ["WarcFileWriter", "recover"]
+__all__ = ["WarcFileWriter", "metadata_payload", "recover"]
 
 logger = logging.getLogger(__name__)
 
@@ -217,6 +217,28 @@ class WarcFileWriter:
         if self.warc_dates is not None:
             record.rec_headers.replace_header("WARC-Date", self.warc_dates())
 
+    def new_id(self) -> str:
+        """A record id for a plan (``crawler_ext.warc.plans``): the test seam's, if set."""
+        return self.record_ids() if self.record_ids is not None else self._builder._make_warc_id()
+
+    def new_date(self, same_as: str | None = None) -> str:
+        """A WARC date for a plan: the test seam's, if set; else ``same_as`` or now."""
+        if self.warc_dates is not None:
+            return self.warc_dates()
+        return same_as or self._builder.curr_warc_date()
+
+    def write_plan(self, plan: RecordPlan) -> None:
+        """Build the plan's records and write them, in order (their ids and dates are in
+        the plan already: nothing to prepare)."""
+        if self.broken is not None:
+            raise self.broken
+        try:
+            for record in plan.build(self._builder):
+                self._write(record)
+        except OSError as exc:
+            self.broken = exc
+            raise
+
     def write_prepared(self, record: Any) -> tuple[str, int, int]:
         """Serialise, compress and append a prepared record (see :meth:`write`)."""
         if self.broken is not None:
@@ -332,5 +354,3 @@ class WarcFileWriter:
         self.close_file()
 
 
-def metadata_payload(data: dict) -> bytes:
-    return json.dumps(data, sort_keys=True, default=str).encode("utf-8")
