@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from scrapy.http import HtmlResponse, TextResponse
