@@ -338,3 +338,49 @@ def test_without_an_asyncio_loop_the_pool_answers_at_once_and_parses_nothing() -
                                                                {}, b"<p>hi</p>")))
     assert (processed.refused, fingerprint) == ("no_workers", None)
     assert "not asyncio" in pool.failed
+
+
+def test_a_page_that_opens_as_html_skips_libmagic_with_the_same_verdict() -> None:
+    from crawler_ext.processors import sniff
+    from testweb.broad import BroadWeb
+
+    web = BroadWeb(hosts=50)
+    pages = [web.page(i, n, 80) for i in range(0, 50, 7) for n in range(2)]
+    pages += [b"\xef\xbb\xbf\n  <!doctype HTML>\n<html><p>x</p></html>",
+              b"<HTML LANG=en><body>y</body></HTML>", b"<html>\n<body>z</body></html>"]
+    for declared in (b"text/html", b"application/xhtml+xml; charset=utf-8"):
+        for body in pages:
+            assert sniff._HTML_START.match(body, 0, 512), body[:40]
+            fast = choose_mime(declared, body)
+            magic = sniff.media_type(declared), "header"
+            assert fast == magic
+    # what only the bytes can tell still goes to libmagic: a picture or a PDF served as HTML
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"></svg>'
+    assert choose_mime(b"text/html", svg) == ("image/svg+xml", "overruled")
+    assert choose_mime(b"text/html", make_pdf(["x"]))[1] == "overruled"
+    assert choose_mime(b"text/html", b"<htmlx>")[1] == "header"  # (libmagic's word)
+
+
+def test_the_directives_the_html_processor_reads_are_the_pages_own() -> None:
+    from scrapy.http import HtmlResponse
+
+    from crawler_ext.hosts.directives import page_directives
+    from crawler_ext.processors.html import HtmlProcessor
+
+    pages = [
+        b'<html><head><meta name="ROBOTS" content="NoIndex, follow">'
+        b'<link rel="canonical" href=" /c?x=1 "></head><body>a</body></html>',
+        b'<html><head><meta name="googlebot" content="noindex"><base href="http://o.test/d/">'
+        b'</head><body><meta name="robots" content="nofollow">'
+        b'<link rel="canonical" href="e.html"></body></html>',
+        b'<html><head><meta name="crawler_ext" content="none"></head></html>',
+        b'<html><head><meta name="robots" content="index"><meta name="description" '
+        b'content="none of these"></head><body><p>plain</p></body></html>',
+        b"<html><body>no directives</body></html>",
+    ]
+    for body in pages:
+        response = HtmlResponse("http://s.test/a/b.html", body=body,
+                                headers={"X-Robots-Tag": "unavailable_after: 2030"})
+        processed = HtmlProcessor().process(Document(response.url, "text/html", {}, body))
+        found = processed.metadata["directives"]
+        assert page_directives(response, found=found) == page_directives(response), body
