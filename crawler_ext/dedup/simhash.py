@@ -4,15 +4,9 @@ that finds stored SimHashes within Hamming distance k without scanning them all.
 * The text comes from ``crawler_ext.dedup.extract`` (a maintained main-content extractor).
 * ``exact_hash(text)``: 64 bits of BLAKE2b over the normalised text.
 * ``simhash(text)``: Charikar's SimHash over 3-word shingles weighted by term frequency,
-  with no Python loop: each word hashed by a polynomial over its bytes, each shingle by a fold
-  of its words' hashes, both mixed by MurmurHash3's finaliser, all in numpy (0.1 ms for a page
-  of 3,000 words, where a BLAKE2b call per shingle took 2 ms and was a fifth of a broad
-  crawl's CPU).  It replaces the ``simhash`` package, whose 2.1.2 release raises
+  vectorised with numpy.  It replaces the ``simhash`` package, whose 2.1.2 release raises
   OverflowError under numpy 2 once a feature's weight exceeds 50 (it keeps weights in
-  uint8) and which is slower on real pages (see ``benchmarks/run.py dedup``).  Fingerprints
-  stored by a release before this hash (``JOBDIR/content.sqlite3``, the Redis content log)
-  never match a new one within 3 bits (the odds are 4e-15 a pair): pages fetched before the
-  upgrade are found again as exact duplicates, not as near ones.
+  uint8) and which is slower on real pages (see ``benchmarks/run.py dedup``).
 * ``SimHashIndex``: permuted-block tables after Manku, Jain & Das Sarma (2007).  For k = 3 the
   64 bits are cut into 4 blocks of 16; two fingerprints within distance 3 agree exactly on at
   least one block (pigeonhole), so each table, sorted by one block first, yields candidates
@@ -23,6 +17,7 @@ that finds stored SimHashes within Hamming distance k without scanning them all.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable
 from typing import overload
 
@@ -37,71 +32,29 @@ def exact_hash(text: str | bytes) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
 
-_WHITESPACE = np.zeros(256, dtype=bool)
-_WHITESPACE[[9, 10, 11, 12, 13, 32]] = True
-_P = np.uint64(0x100000001B3)  # (odd: FNV's prime) the word hash's base
-_K = np.uint64(0x9E3779B97F4A7C15)  # (odd) the shingle's fold
-_M1, _M2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
-_S33 = np.uint64(33)
-_EMPTY = np.empty(0, dtype=np.uint64)
-
-
-def _fmix64(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 64-bit finaliser over an array (every output bit depends on every
-    input bit; uint64 arithmetic wraps)."""
-    h = h ^ (h >> _S33)
-    h = h * _M1
-    h = h ^ (h >> _S33)
-    h = h * _M2
-    return h ^ (h >> _S33)
-
-
-def _word_hashes(data: bytes) -> np.ndarray:
-    """A 64-bit hash of each word of ``data`` (runs of bytes other than ASCII white space),
-    in order, with no Python loop: a polynomial over the word's bytes, mixed."""
-    b = np.frombuffer(data, dtype=np.uint8)
-    word = ~_WHITESPACE[b]
-    edges = np.diff(word.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(edges == 1)
-    if not len(starts):
-        return _EMPTY
-    lengths = np.flatnonzero(edges == -1) - starts
-    inside = np.flatnonzero(word)
-    offsets = inside - np.repeat(starts, lengths)  # each byte's place in its word
-    powers = np.ones(int(lengths.max()), dtype=np.uint64)  # P^0, P^1, ... (wrapping)
-    powers[1:] = np.cumprod(np.full(len(powers) - 1, _P, dtype=np.uint64))
-    terms = (b[inside].astype(np.uint64) + np.uint64(1)) * powers[offsets]
-    bounds = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    return _fmix64(np.add.reduceat(terms, bounds))
-
-
-def _shingles(words: np.ndarray, n: int) -> np.ndarray:
-    """The hash of each run of ``n`` consecutive words (of all of them, if fewer)."""
+def _features(text: str, n: int = 3) -> Counter[str]:
+    words = text.split()
     if len(words) < n:
-        n = len(words)
-    folded = words[:len(words) - n + 1].copy()
-    for k in range(1, n):
-        folded = folded * _K + words[k:len(words) - n + 1 + k]
-    return _fmix64(folded)
+        return Counter([" ".join(words)]) if words else Counter()
+    # zip of shifted word lists: the shingles without slicing the list once per shingle
+    return Counter(map(" ".join, zip(*(words[i:] for i in range(n)))))
 
 
 def simhash(text: str | Iterable[str], n: int = 3) -> int:
-    """64-bit SimHash of ``text`` over its n-word shingles, each occurrence counted (a
-    shingle's weight is its frequency): bit k is set where more shingle hashes have bit k
-    set than clear.  A text is a string of words (split at ASCII white space), or an
-    iterable of features, each hashed as one shingle."""
-    if isinstance(text, str):
-        features = _shingles(_word_hashes(text.encode("utf-8", "surrogatepass")), n)
-    else:
-        hashed = [_shingles(_word_hashes(f.encode("utf-8", "surrogatepass")), 1 << 30)
-                  for f in text]
-        features = np.concatenate(hashed) if hashed else _EMPTY
-    if not len(features):
+    """64-bit SimHash of ``text`` over n-word shingles weighted by their frequency: bit k is
+    set where the weights of the features whose hash has bit k outweigh the others."""
+    features = _features(text, n) if isinstance(text, str) else Counter(text)
+    if not features:
         return 0
-    # big-endian bytes unpacked: column j holds bit 63 - j of each feature's hash
-    bits = np.unpackbits(features.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)
-    ones = bits.sum(axis=0, dtype=np.int64)
-    return int.from_bytes(np.packbits(2 * ones > len(features)).tobytes(), "big")
+    # each feature's 8-byte BLAKE2b digest, all in one buffer; unpacked, column j holds bit
+    # 63 - j of the big-endian hash (a (features, 64) matrix of 0/1, no Python loop)
+    blake = hashlib.blake2b
+    digests = b"".join([blake(f.encode("utf-8"), digest_size=8).digest() for f in features])
+    bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8).reshape(-1, 8), axis=1)
+    weights = np.fromiter(features.values(), dtype=np.float64, count=len(features))
+    # sum of +w (bit set) and -w (bit clear) per bit; exact in float64 for any page
+    totals = 2.0 * (weights @ bits) - weights.sum()
+    return int.from_bytes(np.packbits(totals > 0).tobytes(), "big")
 
 
 def hamming(a: int, b: int) -> int:
