@@ -53,6 +53,11 @@ def test_the_workers_stats_merge_into_the_crawls() -> None:
     assert merged["finish_time"] == "2026-12-05 10:06:00"
     assert merged["elapsed_time_seconds"] == 360.0
     assert merged["finish_reason"] == "finished,shutdown" and merged["workers/count"] == 2
+    # a figure one worker could not measure (None: a worker stopped before its first
+    # sample) and another did: the measured one
+    merged = merge_stats([{"report/seconds": None}, {"report/seconds": 0.25},
+                          {"report/seconds": 0.5}])
+    assert merged["report/seconds"] == 0.75
 
 
 def test_a_redis_that_does_not_answer_stops_it_with_one_line(tmp_path: Path) -> None:

@@ -20,6 +20,10 @@ def _is_max(key: str) -> bool:
     return key.endswith(("_max", "/max")) or key in ("elapsed_time_seconds",)
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def merge_stats(workers: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """One stats dict for the crawl, and ``workers/count``: how many were merged."""
     merged: dict[str, Any] = {}
@@ -30,13 +34,15 @@ def merge_stats(workers: Iterable[dict[str, Any]]) -> dict[str, Any]:
         for key, value in stats.items():
             if key == "finish_reason":
                 reasons.append(str(value))
-            elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            elif not _number(value):
                 if key in _LAST:
                     merged[key] = max(merged.get(key, value), value)
                 elif key in _FIRST:
                     merged[key] = min(merged.get(key, value), value)
                 else:
                     merged.setdefault(key, value)
+            elif not _number(merged.get(key, 0)):  # a worker said None (not measured)
+                merged[key] = value
             elif key in merged and _is_max(key):
                 merged[key] = max(merged[key], value)
             else:
