@@ -34,7 +34,7 @@ _LUA_READY = lua("frontier_ready.lua")
 # KEYS[1]: the shard's entry hash (names the slot).  ARGV: a header of named values (JSON:
 # see ``Exchange._call``), then the sections.  Returns: outstanding
 # entries, expired leases, lost keys, taken (key, id, entry, state, new URLs still queued
-# for the key) flattened, over the budget, over the pattern cap, promoted, entries of parked
+# for the key, the lease's fencing token) flattened, over the budget, over the pattern cap, promoted, entries of parked
 # keys, and the keys to renew whose lease had expired (gone).
 _LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
 _LUA_DONE = _LUA_READY + lua("frontier_done.lua")
@@ -77,7 +77,7 @@ class Exchange:
         """Queue on ``pipe`` one call of the exchange's script for shard ``n`` (its
         completions go in the second round trip): a named header, then the sections."""
         header = {"prefix": self._tags[n], "worker": self.worker, "ttl": self.lease_ttl,
-                  "bands": self.bands, "push": len(op.push), "release": len(op.release) // 4,
+                  "bands": self.bands, "push": len(op.push), "release": len(op.release) // 5,
                   "done": 0, "renew": len(op.renew), "renew_keys": len(op.renew_keys),
                   "promote": len(op.promote), "take": take[:-1], "total": take[-1],
                   "reap": reap, "budget": self.layout.host_budget,
@@ -181,11 +181,11 @@ class Exchange:
             remote[n] = int(outstanding)
             out.expired += int(expired)
             out.lost += int(lost)
-            for i in range(0, len(taken), 5):
+            for i in range(0, len(taken), 6):
                 key = taken[i].decode("utf-8", "surrogatepass")
                 rid = int(taken[i + 1])
                 out.taken.append((key, rid * self.shards + n, taken[i + 2], taken[i + 3],
-                                  int(taken[i + 4])))
+                                  int(taken[i + 4]), taken[i + 5].decode("ascii")))
         out.remote = remote
         # asked again before completions and claims' ends go out: a failover (or restart)
         # during this exchange, which the client rode out by itself, moved its pushes

@@ -45,16 +45,31 @@ local function next_lane(P, key, share)
   return q
 end
 local function requeue(P, id, key)
+  redis.call('HDEL', P..':et', id)  -- its lease's token: a late completion of it is stale
   local blob = redis.call('HGET', P..':e', id)
   if blob then
     local q, r = lane(P, key, blob)
     redis.call('ZADD', q, r * RANK + string.byte(blob, 1) * SCALE + tonumber(id), id)
   end
 end
--- an entry done with ('id|key'): its lease and its record go
+-- a record 'token#rest' (the fencing token of the lease it was sent under): the token
+-- and the rest; a record without one ('rest') gives token nil
+local function fenced(m)
+  local sharp = string.find(m, '#', 1, true)
+  if not sharp then return nil, m end
+  return string.sub(m, 1, sharp - 1), string.sub(m, sharp + 1)
+end
+-- an entry done with ('token#id|key'): its lease and its record go, if the lease it was
+-- fetched under is still the entry's (a worker that lost that lease completes nothing:
+-- the entry went back to its queue, and may be leased again); returns whether it did
 local function complete(P, m)
-  redis.call('ZREM', P..':ls', m)
-  redis.call('HDEL', P..':e', string.sub(m, 1, string.find(m, '|', 1, true) - 1))
+  local token, member = fenced(m)
+  local id = string.sub(member, 1, string.find(member, '|', 1, true) - 1)
+  if token and redis.call('HGET', P..':et', id) ~= token then return false end
+  redis.call('ZREM', P..':ls', member)
+  redis.call('HDEL', P..':e', id)
+  redis.call('HDEL', P..':et', id)
+  return true
 end
 local function unlock(P, key)
   redis.call('ZREM', P..':lk', key); redis.call('HDEL', P..':lo', key)

@@ -60,14 +60,17 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', P..':d', '-inf', now, 'LIMIT', 0,
   ready(P, key)
 end
 -- keys released: [key, delay or '' (prefixed 'P': the key is parked until then), state or
--- '', ids to requeue (comma-separated)]
+-- '', ids to requeue (comma-separated), the lease's fencing token]: only the lease it names
+-- is released (the holder is 'worker#token': a worker that lost the lease releases nothing,
+-- even once it leased the key again)
 local lost = 0
 for _ = 1, n_rel do
   local key, delay, state, back = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  i = i + 4
+  local holder = worker..'#'..ARGV[i + 4]
+  i = i + 5
   local parked = string.sub(delay, 1, 1) == 'P'
   if parked then delay = string.sub(delay, 2) end
-  if redis.call('HGET', P..':lo', key) == worker then
+  if redis.call('HGET', P..':lo', key) == holder then
     for id in string.gmatch(back, '[^,]+') do
       redis.call('ZREM', P..':ls', id..'|'..key)
       requeue(P, id, key)
@@ -81,7 +84,7 @@ for _ = 1, n_rel do
     lost = lost + 1
   end
 end
--- entries done with: 'id|key'
+-- entries done with: 'token#id|key'
 for _ = 1, n_done do
   complete(P, ARGV[i])
   i = i + 1
@@ -92,11 +95,12 @@ for _ = 1, n_renew do
   i = i + 1
 end
 local gone = {}  -- keys this worker believed it held, whose lease had expired
-for _ = 1, n_renew_keys do
-  if redis.call('HGET', P..':lo', ARGV[i]) == worker then
-    redis.call('ZADD', P..':lk', 'XX', now + ttl, ARGV[i])
+for _ = 1, n_renew_keys do  -- 'token#key'
+  local token, key = fenced(ARGV[i])
+  if redis.call('HGET', P..':lo', key) == worker..'#'..token then
+    redis.call('ZADD', P..':lk', 'XX', now + ttl, key)
   else
-    gone[#gone + 1] = ARGV[i]
+    gone[#gone + 1] = key
   end
   i = i + 1
 end
@@ -161,15 +165,19 @@ for pass = 1, 2 do
         local id = popped[1]
         local blob = redis.call('HGET', P..':e', id)
         if blob then
+          -- the lease's fencing token: every release, renewal and completion names it
+          local token = tostring(redis.call('INCR', P..':tok'))
           redis.call('ZADD', P..':ls', now + ttl, id..'|'..key)
           redis.call('ZADD', P..':lk', now + ttl, key)
-          redis.call('HSET', P..':lo', key, worker)
+          redis.call('HSET', P..':lo', key, worker..'#'..token)
+          redis.call('HSET', P..':et', id, token)
           redis.call('HSET', P..':hb', key, 'L')
           out[#out + 1] = key
           out[#out + 1] = id
           out[#out + 1] = blob
           out[#out + 1] = redis.call('HGET', P..':hs', key) or ''
           out[#out + 1] = redis.call('ZCARD', P..':q:'..key)  -- new URLs still waiting
+          out[#out + 1] = token
           taken = taken + 1
         else
           ready(P, key)

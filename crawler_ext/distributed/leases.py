@@ -1,7 +1,12 @@
 """A worker's lease book for the shared frontier (:mod:`crawler_ext.distributed.frontier`):
 the keys it leased from Redis with their politeness state, the entries it holds and has not
 completed, the leased entries waiting in its buffer to be dispatched, and what the next
-exchange sends back about them (releases, completions, renewals).  Reactor thread only."""
+exchange sends back about them (releases, completions, renewals).  Reactor thread only.
+
+Each lease comes with a fencing token (Redis counts them per shard); every release, renewal
+and completion names the lease's token, and the exchange's script applies it only if that
+lease is still the one in Redis: a worker whose lease expired (a stall, a partition) can never
+complete or release another's, nor a newer lease of its own on the same key."""
 
 from __future__ import annotations
 
@@ -20,8 +25,8 @@ __all__ = ["LeaseBook"]
 #: key -> the lease's robots.txt answers (origin -> [status, fetched at, body])
 Robots = dict[str, list]
 #: a key to release at the next exchange: key, delay (None: unchanged), state record,
-#: entries to put back ("id,id" in the shard), when the release was asked
-Release = tuple[str, float | None, str, str, float]
+#: entries to put back ("id,id" in the shard), when the release was asked, the lease's token
+Release = tuple[str, float | None, str, str, float, str]
 
 
 class LeaseBook:
@@ -36,7 +41,9 @@ class LeaseBook:
         self._seq = itertools.count()
         self._robots_wait: dict[str, Entry] = {}  # waiting for their robots.txt fetch
         self._release: list[Release] = []
-        self._done: list[tuple[int, str]] = []  # completed, not yet sent
+        self._done: list[tuple[int, str]] = []  # completed, not yet sent: id, "token#key"
+        self._tokens: dict[str, str] = {}  # key -> the fencing token of our lease of it
+        self._entry_tokens: dict[int, str] = {}  # entry id -> the token it was leased under
         # in flight when their key's lease was lost (gone, or a restart): their end frees
         # nothing, even once this worker leases the key again
         self._orphans: set[int] = set()
@@ -88,8 +95,9 @@ class LeaseBook:
 
     # -- leasing and dispatch -----------------------------------------------------------------
     def leased(self, key: str, entry_id: int, record: bytes, state: bytes, discovery: int,
-               now: float) -> tuple[Entry, Robots]:
-        """An entry leased with its key by the last exchange: it waits in the buffer."""
+               now: float, token: str = "") -> tuple[Entry, Robots]:
+        """An entry leased with its key by the last exchange, under the lease's fencing
+        ``token``: it waits in the buffer."""
         self._discovery[key] = discovery > 0
         self._discovery.move_to_end(key)
         if len(self._discovery) > self.remember:
@@ -97,7 +105,9 @@ class LeaseBook:
         entry = entry_from(key, entry_id, record)
         host, robots = state_from(state)
         self._states[key] = (host, robots)
+        self._tokens[key] = token
         self._held[entry_id] = key
+        self._entry_tokens[entry_id] = token
         heapq.heappush(self._ready, (now, next(self._seq), entry))
         return entry, robots
 
@@ -137,10 +147,13 @@ class LeaseBook:
         """Forget the entry and its key, unfetched: the lease expires in Redis and the entry
         returns to its queue."""
         self._held.pop(entry.id, None)
+        self._entry_tokens.pop(entry.id, None)
         self._states.pop(entry.key, None)
+        self._tokens.pop(entry.key, None)
         waiting = self._robots_wait.pop(entry.key, None)
         if waiting is not None:
             self._held.pop(waiting.id, None)
+            self._entry_tokens.pop(waiting.id, None)
 
     def gone(self, keys: set[str]) -> tuple[int, int]:
         """Keys whose lease expired in Redis while this worker held them: their entries not
@@ -162,6 +175,7 @@ class LeaseBook:
         self._orphans.update(entry_id for entry_id, key in self._held.items() if key in keys)
         for key in keys.difference(entry.key for entry in waiting):
             self._states.pop(key, None)  # (its entry in flight: done() frees nothing)
+            self._tokens.pop(key, None)
             robots_first = self._robots_wait.pop(key, None)  # waiting for its robots.txt
             if robots_first is not None:
                 self.let_go(robots_first)
@@ -180,7 +194,9 @@ class LeaseBook:
         self._ready.clear()
         self._robots_wait.clear()
         self._states.clear()
+        self._tokens.clear()
         self._held.clear()
+        self._entry_tokens.clear()
         return waiting, in_flight
 
     def give_back(self) -> None:
@@ -197,8 +213,9 @@ class LeaseBook:
     # -- what the next exchange sends ---------------------------------------------------------
     def complete(self, entry_id: int) -> None:
         key = self._held.pop(entry_id, None)
+        token = self._entry_tokens.pop(entry_id, "")
         if key is not None:
-            self._done.append((entry_id, key))
+            self._done.append((entry_id, f"{token}#{key}"))
 
     def release(self, key: str, delay: float | None, requeue: Sequence[int] | int = (),
                 waiting: bool = False) -> None:
@@ -209,12 +226,14 @@ class LeaseBook:
             entry = self._robots_wait.pop(key, None)
             requeue = entry.id if entry is not None else 0
         held = self._states.pop(key, None)
+        token = self._tokens.pop(key, "")
         record = state_record(*held) if held is not None else ""
         ids = [requeue] if isinstance(requeue, int) else list(requeue)
         for entry_id in ids:
             self._held.pop(entry_id, None)
+            self._entry_tokens.pop(entry_id, None)
         back = ",".join(str(i // self.shards) for i in ids if i)
-        self._release.append((key, delay, record, back, time.time()))
+        self._release.append((key, delay, record, back, time.time(), token))
 
     def park(self, key: str, until: float) -> None:
         if until > self.parked.get(key, 0.0):
@@ -228,35 +247,40 @@ class LeaseBook:
 
     def collect(self, shard: Callable[[str], ShardOps], now: float) -> None:
         """Releases, completions and renewals into their shards' operations."""
-        for key, delay, record, back, since in self._release:
+        for key, delay, record, back, since, token in self._release:
             # the delay counts from the response; what is left of it from now on
             left = "" if delay is None else repr(round(max(0.0, delay - (now - since)), 3))
             if key in self._parking:
                 self._parking.discard(key)
                 left = "P" + left if left else left  # parked in Redis until then
-            shard(key).release += [key, left, record, back]
+            shard(key).release += [key, left, record, back, token]
         self._release = []
-        for entry_id, key in self._done:
-            shard(key).done.append(f"{entry_id // self.shards}|{key}")
+        for entry_id, fenced in self._done:
+            token, _, key = fenced.partition("#")
+            shard(key).done.append(f"{token}#{entry_id // self.shards}|{key}")
         self._done = []
         for entry_id, key in self._held.items():
             shard(key).renew.append(f"{entry_id // self.shards}|{key}")
         for key in self._states:
-            shard(key).renew_keys.append(key)
+            shard(key).renew_keys.append(f"{self._tokens.get(key, '')}#{key}")
 
     def requeue(self, op: ShardOps) -> None:
         """A failed shard's releases and completions, back for the next exchange."""
         now = time.time()
-        for i in range(0, len(op.release), 4):
-            key, left, record, back = op.release[i:i + 4]
+        for i in range(0, len(op.release), 5):
+            key, left, record, back, token = op.release[i:i + 5]
             if left.startswith("P"):
                 self._parking.add(key)
                 left = left[1:]
-            self._release.append((key, float(left) if left else None, record, back, now))
+            self._release.append((key, float(left) if left else None, record, back, now,
+                                  token))
         self.completions_back(op.done)
 
     def completions_back(self, members: list[str]) -> None:
-        """Completions an exchange could not send ("id in the shard|key"): sent again."""
+        """Completions an exchange could not send ("token#id in the shard|key"): sent
+        again."""
         for member in members:
-            rid, _, key = member.partition("|")
-            self._done.append((int(rid) * self.shards + shard_of(key, self.shards), key))
+            token, _, rest = member.partition("#")
+            rid, _, key = rest.partition("|")
+            self._done.append((int(rid) * self.shards + shard_of(key, self.shards),
+                               f"{token}#{key}"))

@@ -52,7 +52,7 @@ class ShardOps:
     def __init__(self) -> None:
         self.push: list[Push] = []
         self.promote: list[tuple[str, bytes, int]] = []  # key, fingerprint (8 bytes), band
-        self.release: list[str] = []  # key, delay left, blob, back: four items a release
+        self.release: list[str] = []  # key, delay left, blob, back, token: five a release
         self.done: list[str] = []
         self.renew: list[str] = []
         self.renew_keys: list[str] = []
@@ -75,7 +75,7 @@ class Exchanged:
     sent_at: float  # the fence's clock when it began
     answered: list[int] = field(default_factory=list)  # shards that answered
     # (key, entry id, record, key state, new URLs still queued for the key) leased now
-    taken: list[tuple[str, int, bytes, bytes, int]] = field(default_factory=list)
+    taken: list[tuple[str, int, bytes, bytes, int, str]] = field(default_factory=list)
     expired: int = 0  # leases of others found expired and returned
     lost: int = 0  # this worker's leases that had expired (keys lost)
     filtered: int = 0  # pushes the seen set knew

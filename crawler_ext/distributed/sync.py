@@ -191,8 +191,9 @@ class Sync:
         if out.seeds_waiting is not None:
             self.claims.seeds_waiting = out.seeds_waiting
         hooks = self.hooks
-        for key, entry_id, record, state, discovery in out.taken:
-            _, robots = self.leases.leased(key, entry_id, record, state, discovery, now)
+        for key, entry_id, record, state, discovery, token in out.taken:
+            _, robots = self.leases.leased(key, entry_id, record, state, discovery, now,
+                                           token)
             if robots and hooks is not None:
                 for origin, (status, fetched_at, body) in robots.items():
                     hooks.robots_import(origin, status, body.encode("latin-1"), fetched_at)

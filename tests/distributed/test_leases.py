@@ -12,7 +12,7 @@ import pytest
 from crawler_ext.admission.urls import fingerprint
 from crawler_ext.distributed.bloom import RedisBloom
 from crawler_ext.distributed.frontier import RedisFrontier
-from crawler_ext.distributed.shards import ShardLayout
+from crawler_ext.distributed.shards import ShardLayout, shard_of
 from crawler_ext.frontier.adapter.codec import entry_url
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from distributed.conftest import redis_lib
@@ -145,6 +145,32 @@ def test_a_fetch_from_a_lost_lease_frees_nothing_when_its_key_is_leased_again(si
     _exchange(a)
     time.sleep(0.6)
     assert [e.key for e in _exchange(b)] == ["h1"]  # freed by the fetch of its lease
+
+
+def test_a_completion_under_a_lost_lease_is_refused_by_redis(single_redis) -> None:
+    """The fencing token, checked in the exchange's script: a worker whose lease expired
+    sends the completion of the entry it fetched under it (what a stalled worker's late
+    message is) after another worker leased the entry again; Redis refuses it, so the entry
+    stays the other worker's, to fetch, complete, or get back if that one dies."""
+    redis = single_redis
+    a, b = _frontier(redis, 2.0, delay=0.5), _frontier(redis, 2.0, delay=0.5)
+    for f in (a, b):
+        f.open()
+    a.add([_entry("h1", 1)])
+    old = _exchange(a)[0]
+    layout = ShardLayout("t", shards=4)
+    tag = layout.tags[shard_of("h1", 4)]
+    record = f"{old.id // 4}"
+    time.sleep(2.3)  # a stalls past its lease
+    taken = _exchange(b)
+    assert [e.id for e in taken] == [old.id]  # the entry, leased again, by b
+    a.leases.complete(old.id)  # a's late word on it, under its old lease (no Python guard)
+    _exchange(a)
+    assert redis.hexists(f"{tag}:e", record)  # refused: still b's
+    assert b"|h1" in b"".join(redis.zrange(f"{tag}:ls", 0, -1))
+    b.complete([taken[0].id])
+    _exchange(b)
+    assert not redis.hexists(f"{tag}:e", record)  # b's own completion is applied
 
 
 def test_a_parked_key_waits_in_redis_and_holds_no_crawl_open(redis) -> None:
