@@ -203,3 +203,74 @@ def bench_broad(quick: bool) -> None:
                "RSS B per host met", "hosts with a page", "s to 1,000 hosts",
                f"gaps < {GAP} s", "robots.txt violations", "DNS queries per name",
                "reactor lag p99 ms", "ERROR lines", "tracebacks"], rows)
+
+
+def _redis_cpu(client: Any) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _run_workers(n: int, server: BroadWebServer, concurrency: int, duration: int,
+                 workdir: Path, redis_url: str) -> dict[str, Any]:
+    """The pack as ``python -m crawler_ext.workers -n N`` on one shared frontier in Redis;
+    the CPU of the whole process tree and of the Redis server."""
+    import redis as redis_lib
+
+    client = redis_lib.Redis.from_url(redis_url)
+    client.flushdb()
+    settings = {**PACK, "CONCURRENT_REQUESTS": concurrency, "CLOSESPIDER_TIMEOUT": duration,
+                "CRAWLER_EXT_DNS_SERVERS": f"127.0.0.1:{server.dns_port}",
+                "CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8",
+                "CRAWLER_EXT_WARC_DIR": str(workdir / "warcs")}
+    cmd = [sys.executable, "-m", "crawler_ext.workers", "-n", str(n), "--redis-url", redis_url,
+           "--crawl", "broadbench", "--log-dir", str(workdir / "logs"), "--",
+           "crawl", "web", "-a", f"seeds={server.seeds_path}"]
+    for name, value in settings.items():
+        cmd += ["-s", f"{name}={value}"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    redis_before = _redis_cpu(client)
+    started = time.time()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          timeout=duration + 300, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    redis_used = _redis_cpu(client) - redis_before
+    client.flushdb()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    logs = "".join(p.read_text(errors="replace") for p in (workdir / "logs").glob("*.log"))
+    return {"code": proc.returncode, "cpu": cpu + redis_used, "redis_cpu": redis_used,
+            "stats": {}, "started": started, "errors": logs.count(" ERROR: "),
+            "tracebacks": logs.count("Traceback")}
+
+
+def bench_broad_workers(quick: bool) -> None:
+    """``python -m crawler_ext.workers -n 2`` against one worker, the same way (both on the
+    shared frontier in Redis, whose CPU counts), alternated, on the broad web."""
+    hosts = 2_000 if quick else 10_000
+    duration = 60 if quick else 300
+    warmup = 15 if quick else 60
+    runs = 1 if quick else 2
+    redis_url = os.environ.get("CRAWLER_EXT_BENCH_REDIS", "redis://127.0.0.1:6379/7")
+    results: dict[int, list[dict]] = {1: [], 2: []}
+    for r in range(runs):
+        for n in ((1, 2) if r % 2 == 0 else (2, 1)):
+            with tempfile.TemporaryDirectory(prefix="broad-workers-") as tmp:
+                with BroadWebServer(Path(tmp) / "web", hosts=hosts) as server:
+                    run = _run_workers(n, server, 200, duration, Path(tmp), redis_url)
+                    figures = _figures(run, server, warmup)
+                    figures["redis_cpu"] = run["redis_cpu"]
+                    results[n].append(figures)
+            print(f"workers={n} run {r}: {results[n][-1]}", flush=True)
+
+    def med(n: int, key: str) -> float:
+        return statistics.median(f[key] for f in results[n])
+    rows = [[f"-n {n}", med(n, "pages_s"), med(n, "pages_cpu_s"), med(n, "cpu_cores"),
+             med(n, "redis_cpu"), sum(f["gaps"] for f in results[n]),
+             sum(f["robots"] for f in results[n]), sum(f["tracebacks"] for f in results[n])]
+            for n in (1, 2)]
+    table(f"python -m crawler_ext.workers on the broad web, {hosts:,} hosts, 200 in flight a "
+          f"worker, {duration} s each, median of {runs} alternated run(s); CPU includes "
+          f"Redis's",
+          ["workers", "pages/s after warm-up", "pages per CPU-s", "cores", "Redis CPU-s",
+           f"gaps < {GAP} s", "robots.txt violations", "tracebacks"], rows)
+    print(f"-n 2 / -n 1: pages/s {med(2, 'pages_s') / med(1, 'pages_s'):.2f}, pages per CPU-s "
+          f"{med(2, 'pages_cpu_s') / med(1, 'pages_cpu_s'):.2f}")

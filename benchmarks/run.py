@@ -4,7 +4,7 @@
                              [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
                              [distributed_scale] [recrawl] [render] [dispatch] [outlinks]
                              [soak] [fuzz] [processors] [focus] [control] [outputs]
-                             [nemesis] [broad] [capacity] [--quick]
+                             [nemesis] [broad] [broad_workers] [capacity] [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
 noise affects all rows of one table alike.  Crawls run the reference `web` spider in a
@@ -51,6 +51,7 @@ BENCHES = {
     "outputs": ("outputs", "bench_outputs"),
     "nemesis": ("nemesis", "bench_nemesis"),
     "broad": ("broad", "bench_broad"),
+    "broad_workers": ("broad", "bench_broad_workers"),
     "capacity": ("capacity", "bench_capacity"),
 }
 #: measurements run in a process of their own (``harness.in_child``): module, function
