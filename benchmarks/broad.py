@@ -168,12 +168,15 @@ def _figures(run: dict[str, Any], server: BroadWebServer, warmup: float) -> dict
             "errors": run["errors"], "tracebacks": run["tracebacks"], "code": run["code"]}
 
 
-def bench_broad(quick: bool) -> None:
+def bench_broad(quick: bool, concurrencies: list[int] | None = None,
+                runs: int | None = None) -> None:
+    """(``concurrencies`` and ``runs`` narrow the full run, e.g. ``bench_broad(False, [1000],
+    1)``: one run each at 1,000 in flight.)"""
     hosts = 2_000 if quick else 10_000
     duration = 60 if quick else 300
     warmup = 15 if quick else 60
-    concurrencies = [100] if quick else [100, 1000]
-    runs = 1 if quick else 2
+    concurrencies = concurrencies or ([100] if quick else [100, 1000])
+    runs = runs or (1 if quick else 2)
     for concurrency in concurrencies:
         results: dict[str, list[dict]] = {"stock": [], "pack": []}
         for n in range(runs):
@@ -250,12 +253,14 @@ def bench_broad_workers(quick: bool) -> None:
     warmup = 15 if quick else 60
     runs = 1 if quick else 2
     redis_url = os.environ.get("CRAWLER_EXT_BENCH_REDIS", "redis://127.0.0.1:6379/7")
-    results: dict[int, list[dict]] = {1: [], 2: []}
+    # 0: one process with its own frontier in memory (no Redis), the same concurrency
+    results: dict[int, list[dict]] = {0: [], 1: [], 2: []}
     for r in range(runs):
-        for n in ((1, 2) if r % 2 == 0 else (2, 1)):
+        for n in ((0, 1, 2) if r % 2 == 0 else (2, 1, 0)):
             with tempfile.TemporaryDirectory(prefix="broad-workers-") as tmp:
                 with BroadWebServer(Path(tmp) / "web", hosts=hosts) as server:
-                    run = _run_workers(n, server, 200, duration, Path(tmp), redis_url)
+                    run = _run_workers(n, server, 200, duration, Path(tmp), redis_url) if n \
+                        else {**_run("pack", server, 200, duration, Path(tmp)), "redis_cpu": 0.0}
                     figures = _figures(run, server, warmup)
                     figures["redis_cpu"] = run["redis_cpu"]
                     results[n].append(figures)
@@ -263,14 +268,16 @@ def bench_broad_workers(quick: bool) -> None:
 
     def med(n: int, key: str) -> float:
         return statistics.median(f[key] for f in results[n])
-    rows = [[f"-n {n}", med(n, "pages_s"), med(n, "pages_cpu_s"), med(n, "cpu_cores"),
+    rows = [["one process, frontier in memory" if n == 0 else f"-n {n} (Redis)",
+             med(n, "pages_s"), med(n, "pages_cpu_s"), med(n, "cpu_cores"),
              med(n, "redis_cpu"), sum(f["gaps"] for f in results[n]),
              sum(f["robots"] for f in results[n]), sum(f["tracebacks"] for f in results[n])]
-            for n in (1, 2)]
+            for n in (0, 1, 2)]
     table(f"python -m crawler_ext.workers on the broad web, {hosts:,} hosts, 200 in flight a "
           f"worker, {duration} s each, median of {runs} alternated run(s); CPU includes "
           f"Redis's",
           ["workers", "pages/s after warm-up", "pages per CPU-s", "cores", "Redis CPU-s",
            f"gaps < {GAP} s", "robots.txt violations", "tracebacks"], rows)
-    print(f"-n 2 / -n 1: pages/s {med(2, 'pages_s') / med(1, 'pages_s'):.2f}, pages per CPU-s "
-          f"{med(2, 'pages_cpu_s') / med(1, 'pages_cpu_s'):.2f}")
+    for n, name in ((1, "-n 1 (Redis)"), (0, "one process")):
+        print(f"-n 2 / {name}: pages/s {med(2, 'pages_s') / med(n, 'pages_s'):.2f}, pages per "
+              f"CPU-s {med(2, 'pages_cpu_s') / med(n, 'pages_cpu_s'):.2f}")
