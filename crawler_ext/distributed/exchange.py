@@ -34,7 +34,8 @@ _LUA_READY = lua("frontier_ready.lua")
 # KEYS[1]: the shard's entry hash (names the slot).  ARGV: a header of named values (JSON:
 # see ``Exchange._call``), then the sections.  Returns: outstanding
 # entries, expired leases, lost keys, taken (key, id, entry, state, new URLs still queued
-# for the key, the lease's fencing token) flattened, over the budget, over the pattern cap, promoted, entries of parked
+# for the key, the lease's fencing token) flattened, over the budget, over the pattern cap,
+# promoted, entries of parked
 # keys, and the keys to renew whose lease had expired (gone).
 _LUA_SYNC = _LUA_READY + lua("frontier_sync.lua")
 _LUA_DONE = _LUA_READY + lua("frontier_done.lua")

@@ -1,6 +1,7 @@
 -- Entries done with, in one shard: the second round trip of an exchange, once every shard
 -- took the exchange's pushes.  KEYS[1]: the shard's entry hash (names the slot).  ARGV: the
--- shard's prefix, then the entries ('token#id|key': see ``complete``).  Returns the entries outstanding in the shard.
+-- shard's prefix, then the entries ('token#id|key': see ``complete``).  Returns the entries
+-- outstanding in the shard.
 local P = ARGV[1]
 for i = 2, #ARGV do
   complete(P, ARGV[i])
