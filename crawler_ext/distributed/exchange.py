@@ -279,8 +279,11 @@ class Exchange:
             if isinstance(result, Exception):
                 out.done_back += members
                 out.error = f"{type(result).__name__}: {result}"
-            elif out.remote is not None:
-                out.remote[n] = int(result)
+            else:
+                outstanding, refused = result
+                out.lost += int(refused)  # (a completion under a lost lease: refused)
+                if out.remote is not None:
+                    out.remote[n] = int(outstanding)
         if any(isinstance(result, Exception) for result in results[len(dones):]):
             out.confirm = confirm
             out.error = out.error or "the seen set's claims could not be ended"

@@ -220,8 +220,8 @@ STATS: list[Stat] = [
          "distributed: exchanges with Redis, commands sent, entries pushed and leased"),
     Stat(("frontier/redis/leases_expired", "frontier/redis/leases_lost", "frontier/redis/errors",
           "frontier/redis/seeds"),
-         "leases of dead workers returned; releases refused or not sent (the lease had "
-         "expired); failed "
+         "leases of dead workers returned; releases and completions refused or not sent (the "
+         "lease had expired: its fencing token is no longer the one in Redis); failed "
          "exchanges (retried); seeds popped"),
     Stat(("frontier/redis/held_for_replicas", "frontier/redis/fetches_held_for_replicas"),
          "Redis Cluster: exchanges whose completions and claims' ends were held back because "

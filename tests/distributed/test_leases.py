@@ -153,7 +153,8 @@ def test_a_completion_under_a_lost_lease_is_refused_by_redis(single_redis) -> No
     message is) after another worker leased the entry again; Redis refuses it, so the entry
     stays the other worker's, to fetch, complete, or get back if that one dies."""
     redis = single_redis
-    a, b = _frontier(redis, 2.0, delay=0.5), _frontier(redis, 2.0, delay=0.5)
+    stats: dict[str, float] = {}
+    a, b = _frontier(redis, 2.0, delay=0.5, stats=stats), _frontier(redis, 2.0, delay=0.5)
     for f in (a, b):
         f.open()
     a.add([_entry("h1", 1)])
@@ -167,6 +168,7 @@ def test_a_completion_under_a_lost_lease_is_refused_by_redis(single_redis) -> No
     a.leases.complete(old.id)  # a's late word on it, under its old lease (no Python guard)
     _exchange(a)
     assert redis.hexists(f"{tag}:e", record)  # refused: still b's
+    assert stats["frontier/redis/leases_lost"] == 1  # (and counted)
     assert b"|h1" in b"".join(redis.zrange(f"{tag}:ls", 0, -1))
     b.complete([taken[0].id])
     _exchange(b)
