@@ -12,6 +12,7 @@ from crawler_ext.frontier import (
     parse_retry_after,
 )
 from crawler_ext.frontier.contract import FrontierStore
+from crawler_ext.frontier.core import BestFirst
 
 
 def make(store=None, weights=(5, 2, 1), **kw) -> Frontier:
@@ -75,7 +76,7 @@ def test_best_first_routing_keeps_worse_keys_waiting_while_better_entries_wait()
     served in its politeness turn."""
     served = {}
     for best_first in (False, True):
-        f = make(best_first=best_first)
+        f = make(best_first=BestFirst([5, 2, 1], 0.0, 100) if best_first else None)
         f.add([entry("a", band=0, n=i) for i in range(3)] +
               [entry("b", band=2, n=i) for i in range(3)])
         served[best_first] = [e.key if e else None for e in (f.next(0.0), f.next(0.0))]

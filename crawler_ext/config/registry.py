@@ -121,6 +121,12 @@ _SPECS = [
     Setting("CRAWLER_EXT_FOCUS_LEARN", True, boolean,
             "Learn link scores online from the outcomes of fetched links (off: the prior "
             "score alone)."),
+    Setting("CRAWLER_EXT_FOCUS_EXPLORATION", 0.05, number(float, 0.0, 1.0),
+            "Share of a focused crawl's routing picks that go by the bands' weighted "
+            "round-robin instead of best first (frontier/explored)."),
+    Setting("CRAWLER_EXT_FOCUS_ACTIVE_HOSTS", 4, number(int, 1),
+            "Hosts a focused crawl holds links committed to at once: a link waits in the "
+            "front queues, where better ones found later pass it, until a host is free."),
     Setting("CRAWLER_EXT_FOCUS_LINK_CONTEXT", False, boolean,
             "Let the learned link scorer read the words around each link too (its sentence "
             "or list item; needs the content processors). Off: no gain measured "

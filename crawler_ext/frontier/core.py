@@ -19,7 +19,7 @@ from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.recent import RecentMap
 
-__all__ = ["DROP", "Frontier", "Gate", "RefreshShare", "WeightedBands"]
+__all__ = ["BestFirst", "DROP", "Frontier", "Gate", "RefreshShare", "WeightedBands"]
 
 DROP = "drop"
 
@@ -46,6 +46,46 @@ class WeightedBands:
         if best >= 0:
             credit[best] -= total
         return best
+
+
+class BestFirst:
+    """The router of a focused crawl: the best non-empty band, always, but for an explicit
+    share of picks (``exploration``) that go by the weighted round-robin, spread evenly; and
+    at most ``max_active`` keys active, so that an entry is committed to its key's back queue
+    just before a fetch slot can take it (entries wait in the front queues, in band order,
+    where a better one found later goes first)."""
+
+    def __init__(self, weights: Sequence[float], exploration: float, max_active: int) -> None:
+        self.weighted = WeightedBands(weights)
+        self.exploration = exploration
+        self.max_active = max_active
+        self._credit = 0.0
+        self._dispatch_credit = 0.0
+        self.explored = 0  # picks that went by the round-robin
+        #: bands an entry may be worse than the best one held and still go first
+        self.slack = 1
+
+    def explores(self) -> bool:
+        """Whether this dispatch may take a worse entry than the best held (the exploration
+        share of dispatches, spread evenly)."""
+        self._dispatch_credit += self.exploration
+        if self._dispatch_credit >= 1.0:
+            self._dispatch_credit -= 1.0
+            return True
+        return False
+
+    def pick(self, sizes: Sequence[int]) -> int:
+        self._credit += self.exploration
+        if self._credit >= 1.0:
+            self._credit -= 1.0
+            band = self.weighted.pick(sizes)
+            if band >= 0 and any(sizes[:band]):
+                self.explored += 1
+            return band
+        for band, size in enumerate(sizes):
+            if size > 0:
+                return band
+        return -1
 
 
 class RefreshShare:
@@ -106,6 +146,9 @@ def key_report(store: FrontierStore, key: str, active: set[str],
             "head_data": [entry.data for entry in store.back_head(key, 3)]}
 
 
+#: how long a best-first crawl's key whose entries are worse than another's waits before it is
+#: asked again (the better entry's key may be in its politeness pause, or in flight)
+DEFER_SECONDS = 0.01
 #: entries a refill moves from the front queues to back queues at most, in one ``next``
 REFILL_BUDGET = 5_000
 #: the latest queued entries tracked for promotion (by fingerprint)
@@ -122,7 +165,7 @@ class Frontier:
                  weights: Sequence[float], max_active_keys: int = 10_000,
                  max_in_flight: int = 1,
                  on_stat: Callable[[str, float], None] | None = None,
-                 refresh_share: float = 0.5, best_first: bool = False) -> None:
+                 refresh_share: float = 0.5, best_first: BestFirst | None = None) -> None:
         if len(weights) != getattr(store, "bands", len(weights)):
             raise ValueError(f"{len(weights)} band weights for {store.bands} bands")  # type: ignore[attr-defined]
         self.store = store
@@ -132,6 +175,7 @@ class Frontier:
         self.max_in_flight = max_in_flight
         self.refill_budget = REFILL_BUDGET
         self.best_first = best_first  # (the focus strategy's routing: see _refill)
+        self._explored = 0
         self.lanes = RefreshShare(refresh_share)
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
@@ -214,9 +258,13 @@ class Frontier:
         politeness keys are active; entries of already active keys join their back queue.
         How many it moved."""
         moved = 0
-        while len(self._active) < self.max_active_keys and moved < self.refill_budget:
+        best_first = self.best_first
+        selector = best_first if best_first is not None else self.selector
+        bound = min(self.max_active_keys, best_first.max_active) if best_first is not None \
+            else self.max_active_keys
+        while len(self._active) < bound and moved < self.refill_budget:
             sizes = self.store.front_sizes()
-            best = self.selector.pick(sizes)
+            best = selector.pick(sizes)
             if best < 0:
                 return moved
             routed = self.store.route(best)
@@ -234,8 +282,12 @@ class Frontier:
                 self._in_back.add(fp)
             self._active.add(key)
             self._schedule(key, now)
-            if self.best_first and self.store.back_size(key) > 1:
-                break  # best-first: keys made active in band order, one entry at a time
+            if best_first is not None:
+                if best_first.explored != self._explored:
+                    self._stat("frontier/explored", best_first.explored - self._explored)
+                    self._explored = best_first.explored
+                if self.store.back_size(key) > 1:
+                    break  # best-first: keys made active in band order, one entry at a time
         return moved
 
     def _schedule(self, key: str, now: float, state: HostState | None = None) -> None:
@@ -257,9 +309,13 @@ class Frontier:
         self._refill(now)
         self._more_to_drop = False
         dropped = 0
+        # best-first: the best band an active key holds; a worse entry waits for it
+        floor = self._best_held() if self.best_first is not None else None
+        deferred: list[str] = []
         while True:
             key = self.store.heap_pop_ready(now)
             if key is None:
+                self._defer(deferred, now)
                 if dropped:  # drops emptied back queues: route more now, within the bound
                     if dropped >= self.drop_budget:
                         self._more_to_drop = True
@@ -271,6 +327,11 @@ class Frontier:
             entry = self.store.back_pop(key, self.lanes.refresh_next(key, discovery, refresh))
             if entry is None:
                 self._deactivate(key)
+                continue
+            if floor is not None and entry.band > floor and \
+                    not self.best_first.explores():  # type: ignore[union-attr]
+                self.store.back_push(entry)  # a better entry waits for its key's turn
+                deferred.append(key)
                 continue
             # its promotion index entry, if that is this entry (tracked when it was routed;
             # one look at the set, not two at the index, for the many that are not)
@@ -303,7 +364,24 @@ class Frontier:
             if entry.id:
                 self.store.lease(entry)
             self._schedule(key, now, state)  # more in flight allowed for this key?
+            self._defer(deferred, now)
             return entry
+
+    def _best_held(self) -> int | None:
+        """The best band among the entries active keys hold, less the best-first slack: an
+        entry worse than that waits (None: no key holds one)."""
+        heads = [head[0].band for head in map(lambda k: self.store.back_head(k, 1),
+                                               self._active) if head]
+        return min(heads) + self.best_first.slack if heads else None  # type: ignore[union-attr]
+
+    def _defer(self, keys: list[str], now: float) -> None:
+        """Keys whose entries wait for a better one: asked again a moment later."""
+        for key in keys:
+            self._in_heap.add(key)
+            self.store.heap_push(key, now + DEFER_SECONDS)
+        if keys:
+            self._stat("frontier/deferred", len(keys))
+        keys.clear()
 
     def next_ready_time(self) -> float | None:
         if self._more_to_drop:

@@ -18,7 +18,7 @@ from crawler_ext.admission import Admission, AdmissionRules
 from crawler_ext.frontier.adapter.roles import Policies, SchedulerOptions
 from crawler_ext.frontier.contract import (FrontierBackend, FrontierParts, FrontierStore,
                                            JournaledFrontier, SharedFrontier)
-from crawler_ext.frontier.core import Frontier
+from crawler_ext.frontier.core import BestFirst, Frontier
 from crawler_ext.frontier.disk import DiskStore
 from crawler_ext.frontier.kv import make_engine
 from crawler_ext.frontier.politeness import PolitenessPolicy
@@ -74,7 +74,8 @@ def make_frontier(crawler: Crawler, refresh_share: float,
         max_in_flight=get("CRAWLER_EXT_POLITENESS_MAX_IN_FLIGHT"),
         on_stat=lambda name, value: stats.inc_value(name, value),
         refresh_share=refresh_share,
-        best_first=best_first,
+        best_first=BestFirst(weights, get("CRAWLER_EXT_FOCUS_EXPLORATION"),
+                             get("CRAWLER_EXT_FOCUS_ACTIVE_HOSTS")) if best_first else None,
     )
     return FrontierParts(frontier, journal=frontier if store.durable else None)
 
