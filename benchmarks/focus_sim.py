@@ -28,10 +28,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from crawler_ext.focus.classifier import PageClassifier
-from crawler_ext.focus.links import LinkFeatures, LinkScorer
+from crawler_ext.focus.links import FEATURES, LinkFeatures, LinkScorer
 from crawler_ext.focus.topic import Keywords
 
-__all__ = ["Graph", "simulate", "policies", "CURVE_POINTS"]
+__all__ = ["CURVE_POINTS", "Graph", "policies", "simulate"]
 
 CURVE_POINTS = (0.1, 0.25, 0.5, 1.0)  # shares of the budget the harvest curve is read at
 
@@ -135,9 +135,10 @@ class PackScorer(Policy):
     name = "the pack's link scorer, simulated"
 
     def __init__(self, graph: Graph, classifier: PageClassifier, threshold: float = 0.5,
-                 tunnel: int = 2, learn: bool = True) -> None:
+                 tunnel: int = 2, learn: bool = True, features: frozenset[str] = FEATURES
+                 ) -> None:
         self.graph = graph
-        self.scorer = LinkScorer(classifier, learn)
+        self.scorer = LinkScorer(classifier, learn, features)
         self.threshold = threshold
         self.tunnel = tunnel
         self.fetched_by_host: Counter[str] = Counter()
@@ -164,7 +165,8 @@ class PackScorer(Policy):
             return None
         features = self.scorer.described([
             LinkFeatures(u, a, relevance, urlsplit(u).netloc,
-                         self.harvest(urlsplit(u).hostname or "")) for u, a in links])
+                         self.harvest(urlsplit(u).hostname or ""), distance=distance)
+            for u, a in links])
         return [(s, (f, distance)) for f, s in zip(features, self.scorer.scores(features),
                                                    strict=True)]
 

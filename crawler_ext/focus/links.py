@@ -26,12 +26,17 @@ from urllib.parse import urlsplit
 
 from crawler_ext.focus.classifier import PageClassifier
 
-__all__ = ["LinkFeatures", "LinkScorer", "url_words"]
+__all__ = ["FEATURES", "LinkFeatures", "LinkScorer", "url_words"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 BATCH = 16  # outcomes learned at once
 FULL_TRUST = 200  # outcomes after which the learned answer weighs its most
-LEARNED_WEIGHT = 0.8  # the learned answer's weight at full trust
+LEARNED_WEIGHT = 0.8
+#: the learned model's kinds of feature: the link words' relevance by the page classifier,
+#: the anchor's words (and those around it), the URL's words, the parent page's relevance,
+#: the host's harvest so far (and the host itself), the off-topic pages in a row behind it
+FEATURES = frozenset({"topical", "anchor", "url", "parent", "host", "distance"})
+MAX_DISTANCE = 4  # tunnelling distances from which the learned model tells them apart no more  # the learned answer's weight at full trust
 
 
 def url_words(url: str) -> list[str]:
@@ -58,15 +63,24 @@ class LinkFeatures:
     #: the relevance of the link's words (``PageClassifier.link_relevances``), once scored:
     #: carried with the request, so that learning from its outcome does not score it again
     topical: float | None = None
+    #: off-topic pages in a row behind the link's page (0: found on an on-topic page)
+    distance: int = 0
 
-    def tokens(self, topical: float) -> list[str]:
-        """The learned model's features; ``topical``: the relevance of the link's words."""
-        words = [f"t:{min(9, int(topical * 10))}"]
-        words += [f"a:{w}" for w in _TOKEN.findall(self.anchor.lower())[:20]]
-        words += [f"c:{w}" for w in _TOKEN.findall(self.context.lower())[:30]]
-        words += [f"u:{w}" for w in url_words(self.url)[:20]]
-        words += [f"p:{_bucket(self.parent_relevance)}", f"h:{_bucket(self.host_harvest)}",
-                  f"host:{self.host}"]
+    def tokens(self, topical: float, kinds: frozenset[str] = FEATURES) -> list[str]:
+        """The learned model's features of the ``kinds`` asked for (``FEATURES``);
+        ``topical``: the relevance of the link's words."""
+        words = [f"t:{min(9, int(topical * 10))}"] if "topical" in kinds else []
+        if "anchor" in kinds:
+            words += [f"a:{w}" for w in _TOKEN.findall(self.anchor.lower())[:20]]
+            words += [f"c:{w}" for w in _TOKEN.findall(self.context.lower())[:30]]
+        if "url" in kinds:
+            words += [f"u:{w}" for w in url_words(self.url)[:20]]
+        if "parent" in kinds:
+            words.append(f"p:{_bucket(self.parent_relevance)}")
+        if "host" in kinds:
+            words += [f"h:{_bucket(self.host_harvest)}", f"host:{self.host}"]
+        if "distance" in kinds:
+            words.append(f"d:{min(self.distance, MAX_DISTANCE)}")
         return words
 
     def text(self) -> str:
@@ -74,9 +88,11 @@ class LinkFeatures:
 
 
 class LinkScorer:
-    def __init__(self, classifier: PageClassifier, learn: bool = True) -> None:
+    def __init__(self, classifier: PageClassifier, learn: bool = True,
+                 features: frozenset[str] = FEATURES) -> None:
         self.classifier = classifier
         self.learn = learn
+        self.features = features  # (the benchmark turns each off in turn)
         self.outcomes = Counter[int]()
         self._pending: list[tuple[LinkFeatures, int]] = []
         self._model: Any = None
@@ -92,7 +108,7 @@ class LinkScorer:
         if self._model is None:
             return prior
         learned = self._model.predict_proba(self._hash(
-            [link.tokens(t) for link, t in zip(links, topical, strict=True)]))[:, 1]
+            [link.tokens(t, self.features) for link, t in zip(links, topical, strict=True)]))[:, 1]
         weight = LEARNED_WEIGHT * min(1.0, sum(self.outcomes.values()) / FULL_TRUST)
         return [(1 - weight) * p + weight * float(q)
                 for p, q in zip(prior, learned, strict=True)]
@@ -133,7 +149,14 @@ class LinkScorer:
                                         random_state=0)
         links, labels = zip(*self._pending, strict=True)
         topical = self._topical(links)
+        # each class weighs as much as the other, by the outcomes so far: on a web where one
+        # link in ten leads to the topic the model would otherwise answer "no" to every link
+        # and order them by noise
+        negative, positive = self.outcomes[0], self.outcomes[1]
+        weights = {0: (negative + positive) / (2 * max(1, negative)),
+                   1: (negative + positive) / (2 * max(1, positive))}
         self._model.partial_fit(
-            self._hash([link.tokens(t) for link, t in zip(links, topical, strict=True)]),
-            list(labels), classes=[0, 1])
+            self._hash([link.tokens(t, self.features)
+                        for link, t in zip(links, topical, strict=True)]),
+            list(labels), classes=[0, 1], sample_weight=[weights[y] for y in labels])
         self._pending.clear()

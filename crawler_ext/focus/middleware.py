@@ -17,8 +17,8 @@ import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
-from weakref import WeakKeyDictionary
 from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
@@ -44,7 +44,7 @@ FOCUS_META = "crawler_ext_focus"
 def build_classifier(settings: Any) -> PageClassifier:
     """The page classifier from the ``CRAWLER_EXT_FOCUS_*`` settings (ConfigError, one line,
     on bad input)."""
-    get = lambda name: config.get(settings, name)  # noqa: E731
+    get = lambda name: config.get(settings, name)
     relevant = get("CRAWLER_EXT_FOCUS_RELEVANT")
     irrelevant = get("CRAWLER_EXT_FOCUS_IRRELEVANT")
     return PageClassifier.train(
@@ -140,10 +140,11 @@ class FocusMiddleware:
             # (a request queued by an earlier version carries fewer fields)
             context = carried[4] if len(carried) > 4 else ""
             topical = carried[5] if len(carried) > 5 else None
+            distance = carried[3] if len(carried) > 3 else 0
             self.scorer.outcome(LinkFeatures(response.request.url if response.request else
                                              response.url, anchor, parent,
                                              urlsplit(response.url).netloc, harvest, context,
-                                             topical), relevant)
+                                             topical, distance), relevant)
 
     @staticmethod
     def _text(response: Response) -> str | None:
@@ -197,7 +198,8 @@ class FocusMiddleware:
             link = found.get(r.url)
             host = urlsplit(r.url).netloc
             features.append(LinkFeatures(r.url, link.text if link else "", relevance, host,
-                                         self.harvest(host), link.context if link else ""))
+                                         self.harvest(host), link.context if link else "",
+                                         distance=distance))
         features = self.scorer.described(features)
         for request, link, score in zip(requests, features, self.scorer.scores(features),
                                         strict=True):

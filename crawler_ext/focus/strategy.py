@@ -9,7 +9,7 @@ crawl, one model per worker, each learning from the pages it fetches).
 
 from __future__ import annotations
 
-__all__ = ["FocusStrategy", "SCORE_SCALE", "band_of"]
+__all__ = ["SCORE_SCALE", "FocusStrategy", "band_of"]
 
 SCORE_SCALE = 100  # Request.priority of a link scored 1.0
 

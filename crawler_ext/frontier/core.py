@@ -19,7 +19,7 @@ from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
 from crawler_ext.recent import RecentMap
 
-__all__ = ["BestFirst", "DROP", "Frontier", "Gate", "RefreshShare", "WeightedBands"]
+__all__ = ["DROP", "BestFirst", "Frontier", "Gate", "RefreshShare", "WeightedBands"]
 
 DROP = "drop"
 
@@ -370,8 +370,9 @@ class Frontier:
     def _best_held(self) -> int | None:
         """The best band among the entries active keys hold, less the best-first slack: an
         entry worse than that waits (None: no key holds one)."""
-        heads = [head[0].band for head in map(lambda k: self.store.back_head(k, 1),
-                                               self._active) if head]
+        store = self.store
+        heads = [head[0].band for head in (store.back_head(key, 1) for key in self._active)
+                 if head]
         return min(heads) + self.best_first.slack if heads else None  # type: ignore[union-attr]
 
     def _defer(self, keys: list[str], now: float) -> None:
