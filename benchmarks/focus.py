@@ -31,7 +31,8 @@ PERTURBED = 5
 REAL = [("the pack, examples only", {}),
         ("the same, no exploration", {"CRAWLER_EXT_FOCUS_EXPLORATION": 0.0}),
         ("the same, 16 active hosts", {"CRAWLER_EXT_FOCUS_ACTIVE_HOSTS": 16}),
-        ("the same, learning off", {"CRAWLER_EXT_FOCUS_LEARN": False})]
+        ("the same, learning off", {"CRAWLER_EXT_FOCUS_LEARN": False}),
+        ("the same, tunnel depth 2", {"CRAWLER_EXT_FOCUS_TUNNEL_DEPTH": 2})]
 
 
 def feature_rows(graph: Graph, classifier, budget: int) -> list[list]:

@@ -135,7 +135,7 @@ class PackScorer(Policy):
     name = "the pack's link scorer, simulated"
 
     def __init__(self, graph: Graph, classifier: PageClassifier, threshold: float = 0.5,
-                 tunnel: int = 2, learn: bool = True, features: frozenset[str] = FEATURES
+                 tunnel: int = 4, learn: bool = True, features: frozenset[str] = FEATURES
                  ) -> None:
         self.graph = graph
         self.scorer = LinkScorer(classifier, learn, features)

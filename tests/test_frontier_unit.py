@@ -532,3 +532,27 @@ def test_every_entry_kind_is_a_typed_record_with_one_codec_and_its_persisted_byt
     assert entry_url(b"D" + pickle.dumps(fields, protocol=4)) == "http://e.com/p"
     with pytest.raises(ValueError):
         decode(b"Xwhat")
+
+
+def test_best_first_a_worse_entry_waits_for_a_better_one_in_its_politeness_pause() -> None:
+    """A focused crawl's dispatch: an entry more than the slack worse than the best one an
+    active key holds waits while that key pauses, but for the exploration share."""
+    served = {}
+    for exploration in (0.0, 1.0):
+        f = make(best_first=BestFirst([5, 2, 1], exploration, 100))
+        f.add([entry("a", band=0, n=i) for i in range(2)] + [entry("b", band=2)])
+        first = f.next(0.0)
+        assert first is not None and first.key == "a"
+        f.done(first, Outcome(200, 0.0), 0.0)  # a may go again at 1.0
+        waited = f.next(0.5)
+        served[exploration] = [waited.key if waited else None, f.next(1.0).key]
+    assert served[0.0] == [None, "a"]  # b waits: a's better entry goes at its turn
+    assert served[1.0] == ["b", "a"]  # explored
+
+
+def test_best_first_picks_the_best_band_but_for_an_exploration_share() -> None:
+    picks = BestFirst([4, 2, 1], 0.25, 10)
+    chosen = [picks.pick([5, 5, 5]) for _ in range(400)]
+    assert chosen.count(0) < 400 and chosen.count(0) >= 300  # 3 of 4 strictly the best
+    assert picks.explored == 400 - chosen.count(0)
+    assert BestFirst([4, 2, 1], 0.0, 10).pick([0, 0, 3]) == 2

@@ -115,7 +115,7 @@ _SPECS = [
             "comma-separated), alone or with the examples."),
     Setting("CRAWLER_EXT_FOCUS_THRESHOLD", 0.5, number(float, 0.0, 1.0),
             "Relevance from which a page counts as on topic (harvest, tunnelling)."),
-    Setting("CRAWLER_EXT_FOCUS_TUNNEL_DEPTH", 2, number(int, 0),
+    Setting("CRAWLER_EXT_FOCUS_TUNNEL_DEPTH", 4, number(int, 0),
             "Off-topic pages followed in a row before their links are dropped "
             "(focus/dropped/tunnel)."),
     Setting("CRAWLER_EXT_FOCUS_LEARN", True, boolean,

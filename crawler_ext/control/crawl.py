@@ -25,7 +25,8 @@ logger = logging.getLogger(__name__)
 #: the figures a sample of the live page's series keeps (besides the frontier's)
 SERIES_STATS = ("response_received_count", "item_scraped_count", "frontier/dispatched",
                 "downloader/response_bytes", "dedup/exact_duplicates",
-                "dedup/near_duplicates", "log_count/ERROR")
+                "dedup/near_duplicates", "log_count/ERROR", "focus/fetched",
+                "focus/relevant", "focus/confidence")
 _ERROR_STATS = ("downloader/exception_type_count/", "downloader/response_status_count/4",
                 "downloader/response_status_count/5", "spider_exceptions/")
 _DEDUP_STATS = ("dedup/",)
@@ -91,7 +92,8 @@ class RunningCrawl:
                 "dedup": _starting(stats, _DEDUP_STATS),
                 "admission": _starting(stats, _ADMISSION_STATS),
                 "warc_bytes": int(stats.get("warc/bytes", 0)),
-                "control": _starting(stats, ("control/",))}
+                "control": _starting(stats, ("control/",)),
+                "focus": _starting(stats, ("focus/",))}
 
     async def keys(self, limit: int, slowest: bool, contains: str) -> list[dict[str, Any]]:
         """Keys, busiest first (or slowest: by this worker's latest delay); on a shared crawl

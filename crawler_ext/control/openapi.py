@@ -44,7 +44,8 @@ _STATUS = {"type": "object", "required": ["state", "pages", "pages_per_second", 
                           "parked_keys": {"type": "integer"}, "in_flight": {"type": "integer"},
                           "failing_keys": {"type": "integer"},
                           "errors": {"type": "object"}, "dedup": {"type": "object"},
-                          "admission": {"type": "object"}, "warc_bytes": {"type": "integer"}}}
+                          "admission": {"type": "object"}, "warc_bytes": {"type": "integer"},
+                          "focus": {"type": "object"}}}
 
 #: request bodies by operation (None: no body)
 BODIES: dict[str, dict[str, Any] | None] = {

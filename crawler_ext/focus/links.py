@@ -18,7 +18,7 @@ alone (the crawl test compares the two).
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,12 +31,14 @@ __all__ = ["FEATURES", "LinkFeatures", "LinkScorer", "url_words"]
 _TOKEN = re.compile(r"[a-z0-9]+")
 BATCH = 16  # outcomes learned at once
 FULL_TRUST = 200  # outcomes after which the learned answer weighs its most
-LEARNED_WEIGHT = 0.8
+LEARNED_WEIGHT = 0.8  # the learned answer's weight at full trust
+JUDGED = 400  # the latest outcomes on which the learned answer and the prior are compared
+MIN_JUDGED = 60  # outcomes (of both kinds) before the comparison counts
 #: the learned model's kinds of feature: the link words' relevance by the page classifier,
 #: the anchor's words (and those around it), the URL's words, the parent page's relevance,
 #: the host's harvest so far (and the host itself), the off-topic pages in a row behind it
 FEATURES = frozenset({"topical", "anchor", "url", "parent", "host", "distance"})
-MAX_DISTANCE = 4  # tunnelling distances from which the learned model tells them apart no more  # the learned answer's weight at full trust
+MAX_DISTANCE = 4  # tunnelling distances from which the learned model tells them apart no more
 
 
 def url_words(url: str) -> list[str]:
@@ -97,21 +99,40 @@ class LinkScorer:
         self._pending: list[tuple[LinkFeatures, int]] = []
         self._model: Any = None
         self._hasher: Any = None
+        #: (prior, learned answer, outcome) of the latest outcomes, each judged before it was
+        #: learned from: the learned answer takes over only while it ranks them better
+        self._judged: deque[tuple[float, float, int]] = deque(maxlen=JUDGED)
+        self.quality: tuple[float, float] | None = None  # (the prior's, the learned) AUC
 
     def scores(self, links: Sequence[LinkFeatures]) -> list[float]:
         """Each link's score, 0 to 1."""
         if not links:
             return []
         topical = self._topical(links)
-        prior = [0.45 * t + 0.35 * link.parent_relevance + 0.2 * link.host_harvest
-                 for t, link in zip(topical, links, strict=True)]
+        prior = self._prior(links, topical)
         if self._model is None:
             return prior
-        learned = self._model.predict_proba(self._hash(
-            [link.tokens(t, self.features) for link, t in zip(links, topical, strict=True)]))[:, 1]
+        if not self.trusted:
+            return prior
+        learned = self._learned(links, topical)
         weight = LEARNED_WEIGHT * min(1.0, sum(self.outcomes.values()) / FULL_TRUST)
-        return [(1 - weight) * p + weight * float(q)
-                for p, q in zip(prior, learned, strict=True)]
+        return [(1 - weight) * p + weight * q for p, q in zip(prior, learned, strict=True)]
+
+    @staticmethod
+    def _prior(links: Sequence[LinkFeatures], topical: Sequence[float]) -> list[float]:
+        return [0.45 * t + 0.35 * link.parent_relevance + 0.2 * link.host_harvest
+                for t, link in zip(topical, links, strict=True)]
+
+    def _learned(self, links: Sequence[LinkFeatures], topical: Sequence[float]) -> list[float]:
+        return [float(q) for q in self._model.predict_proba(self._hash(
+            [link.tokens(t, self.features) for link, t in zip(links, topical, strict=True)]
+        ))[:, 1]]
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the learned answer ranks the latest outcomes (judged before it learned
+        from them) better than the prior: the safe fallback is the prior."""
+        return self.quality is not None and self.quality[1] > self.quality[0]
 
     def described(self, links: Sequence[LinkFeatures]) -> list[LinkFeatures]:
         """``links`` with the relevance of their words (scored once, for all of them)."""
@@ -133,6 +154,17 @@ class LinkScorer:
         if len(self._pending) >= BATCH and len(self.outcomes) == 2:
             self._fit()
 
+    def _compare(self) -> None:
+        judged = self._judged
+        positives = sum(label for _, _, label in judged)
+        if len(judged) < MIN_JUDGED or not 0 < positives < len(judged):
+            return
+        from sklearn.metrics import roc_auc_score
+
+        labels = [label for _, _, label in judged]
+        self.quality = (float(roc_auc_score(labels, [p for p, _, _ in judged])),
+                        float(roc_auc_score(labels, [q for _, q, _ in judged])))
+
     def _hash(self, token_lists: list[list[str]]) -> Any:
         if self._hasher is None:
             from sklearn.feature_extraction import FeatureHasher
@@ -149,6 +181,10 @@ class LinkScorer:
                                         random_state=0)
         links, labels = zip(*self._pending, strict=True)
         topical = self._topical(links)
+        if self._judged.maxlen and hasattr(self._model, "coef_"):  # (fitted once already)
+            self._judged.extend(zip(self._prior(links, topical), self._learned(links, topical),
+                                    labels, strict=True))
+            self._compare()
         # each class weighs as much as the other, by the outcomes so far: on a web where one
         # link in ten leads to the topic the model would otherwise answer "no" to every link
         # and order them by noise

@@ -89,6 +89,8 @@ class FocusMiddleware:
         self._fetched: Counter[str] = Counter()
         self._relevant: Counter[str] = Counter()
         self._total = [0, 0]  # fetched, relevant
+        self._certainty = 0.0
+        self._quality: tuple[float, float] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> FocusMiddleware:
@@ -133,6 +135,10 @@ class FocusMiddleware:
         if relevant:
             stats.inc_value("focus/relevant")
         stats.set_value("focus/harvest_rate", round(self._total[1] / self._total[0], 4))
+        # the classifier's confidence: how far its answers stand from undecided (0.5), on
+        # average, 0 (every page a coin toss) to 1 (every page sure)
+        self._certainty += abs(2 * relevance - 1)
+        stats.set_value("focus/confidence", round(self._certainty / self._total[0], 4))
         stats.inc_value(f"focus/relevance/{min(9, int(relevance * 10))}")
         carried = response.meta.get(FOCUS_META)
         if carried:
@@ -145,6 +151,12 @@ class FocusMiddleware:
                                              response.url, anchor, parent,
                                              urlsplit(response.url).netloc, harvest, context,
                                              topical, distance), relevant)
+            quality = self.scorer.quality
+            if quality is not None and quality != self._quality:
+                self._quality = quality
+                stats.set_value("focus/link_model/prior_auc", round(quality[0], 4))
+                stats.set_value("focus/link_model/learned_auc", round(quality[1], 4))
+                stats.set_value("focus/link_model/trusted", int(self.scorer.trusted))
 
     @staticmethod
     def _text(response: Response) -> str | None:

@@ -185,6 +185,37 @@ def draw_harvest(runs: list[Run]) -> Callable[[Any], bool]:
     return draw
 
 
+def draw_harvest_curve(runs: list[Run]) -> Callable[[Any], bool]:
+    """A focused crawl's harvest curve: on-topic pages against pages fetched (the diagonal
+    would be every page on topic), with the classifier's confidence beside it."""
+    def draw(ax: Any) -> bool:
+        drawn = False
+        for run in runs:
+            points = [(s["stats"].get("focus/fetched"), s["stats"].get("focus/relevant", 0),
+                       s["stats"].get("focus/confidence")) for s in run.samples]
+            points = [p for p in points if p[0]]
+            if not points:
+                continue
+            ax.plot([p[0] for p in points], [p[1] for p in points], color="#2e7d32", lw=1.4,
+                    label=None if drawn else "on-topic pages")
+            if not drawn:
+                top = points[-1][0]
+                ax.plot([0, top], [0, top], color="#999999", lw=0.8, ls=":",
+                        label="every page on topic")
+                twin = ax.twinx()
+                twin.set_ylim(0, 1)
+                twin.set_ylabel("classifier confidence")
+            twin.plot([p[0] for p in points], [p[2] or 0.0 for p in points], color="#8e24aa",
+                      lw=1.0, ls="--")
+            drawn = True
+        if drawn:
+            ax.set_xlabel("pages fetched")
+            ax.set_ylabel("on-topic pages")
+            ax.legend(loc="upper left", fontsize=7)
+        return drawn
+    return draw
+
+
 def draw_relevance(stats: dict[str, Any]) -> Callable[[Any], bool]:
     """A focused crawl's fetched pages by relevance, in tenths."""
     def draw(ax: Any) -> bool:

@@ -22,6 +22,7 @@ from crawler_ext.report.plots import (
     draw_duplicates,
     draw_harvest,
     draw_hosts,
+    draw_harvest_curve,
     draw_relevance,
     draw_robots,
     draw_status,
@@ -112,6 +113,8 @@ def render(runs: list[Run]) -> str:
     if stats.get("focus/fetched"):  # a focused crawl
         plots.add("harvest", "Focused crawl: harvest rate (on-topic pages / fetched)",
                   draw_harvest(runs))
+        plots.add("harvest_curve", "Focused crawl: harvest curve (on-topic pages against "
+                  "pages fetched) and the classifier's confidence", draw_harvest_curve(runs))
         plots.add("relevance", "Focused crawl: fetched pages by relevance",
                   draw_relevance(stats))
 
