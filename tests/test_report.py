@@ -85,6 +85,20 @@ def test_the_rendering_pool_gets_a_line_when_it_was_on(tmp_path: Path) -> None:
     assert "<td>4 / 3 / 1 / 7 / 812.5</td>" in render([run])
 
 
+def test_a_focused_crawl_gets_its_harvest_curve_and_the_classifiers_confidence(
+        tmp_path: Path) -> None:
+    _series(tmp_path / REPORT_NAME)
+    (run,) = load(tmp_path / REPORT_NAME)
+    assert "harvest curve" not in render([run])
+    for i, sample in enumerate(run.samples, 1):
+        sample["stats"].update({"focus/fetched": 10 * i, "focus/relevant": 4 * i,
+                                "focus/harvest_rate": 0.4, "focus/confidence": 0.6,
+                                "focus/relevance/7": 4 * i})
+    page = render([run])
+    assert "harvest curve (on-topic pages against pages fetched)" in page
+    assert page.count("<figure class='plot'") == len(PLOTS) + 3  # and harvest, relevance
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = report(str(tmp_path / "nothing"), "-o", str(tmp_path / "r.html"))
     assert result.returncode == 2 and result.stderr.count("\n") == 1

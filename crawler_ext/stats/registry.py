@@ -122,6 +122,18 @@ STATS: list[Stat] = [
          "processor worker, where it runs when the content processors are on)"),
     Stat(("focus/relevance/<tenth>",),
          "a focused crawl's pages by relevance, in tenths (0: below 0.1, 9: 0.9 and above)"),
+    Stat(("focus/confidence",),
+         "a focused crawl's classifier confidence: how far its answers stand from undecided, "
+         "on average (|2 x relevance - 1|: 0, every page a coin toss; 1, every page sure)"),
+    Stat(("focus/link_model/prior_auc", "focus/link_model/learned_auc",
+          "focus/link_model/trusted"),
+         "how well the link scorer's prior and its learned answer ranked the latest outcomes "
+         "(ROC AUC, each judged before it was learned from), and whether the learned answer "
+         "is used (1: it ranks better)"),
+    Stat(("frontier/explored", "frontier/deferred"),
+         "a focused crawl's routing picks that went by the bands' weighted round-robin "
+         "(CRAWLER_EXT_FOCUS_EXPLORATION), and dispatches that waited because an active host "
+         "held a better link"),
     Stat(("focus/dropped/tunnel",),
          "links dropped because their page ended an off-topic branch deeper than "
          "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH"),
