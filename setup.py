@@ -31,6 +31,7 @@ COMPILED: list[str] = [
     "crawler_ext/frontier/adapter/inflight.py",
     "crawler_ext/frontier/adapter/intake.py",
     "crawler_ext/frontier/adapter/requests.py",
+    "crawler_ext/frontier/bands.py",
     "crawler_ext/frontier/core.py",
     "crawler_ext/frontier/disk.py",
     "crawler_ext/frontier/diskbatch.py",

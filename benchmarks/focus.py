@@ -36,16 +36,19 @@ REAL = [("the pack, examples only", {}),
 
 
 def feature_rows(graph: Graph, classifier, budget: int) -> list[list]:
-    """The simulated pack scorer with every learned feature, each one off, and learning off."""
+    """The simulated pack scorer as shipped; its learned answer always used, with every
+    feature and each one off; and learning off."""
     import random
 
     from benchmarks.focus_sim import PackScorer
     from crawler_ext.focus.links import FEATURES
 
     base = dict(graph.relevance)
-    variants = [("all features", {})] + \
-        [(f"without {kind}", {"features": FEATURES - {kind}}) for kind in sorted(FEATURES)] + \
-        [("learning off (the prior alone)", {"learn": False})]
+    variants = [("as shipped: learned, used while it ranks better than the prior", {}),
+                ("learned, always used, all features", {"gated": False})] + \
+        [(f"learned, always used, without {kind}", {"gated": False,
+                                                    "features": FEATURES - {kind}})
+         for kind in sorted(FEATURES)] + [("learning off (the prior alone)", {"learn": False})]
     rows = []
     try:
         for name, kwargs in variants:
@@ -55,8 +58,10 @@ def feature_rows(graph: Graph, classifier, budget: int) -> list[list]:
                 graph.relevance = {k: min(1.0, max(0.0, v + (rng.uniform(-0.05, 0.05) if n
                                                                else 0.0)))
                                    for k, v in base.items()}
-                harvests.append(sum(simulate(graph, PackScorer(graph, classifier, **kwargs),
-                                             budget)) / budget)
+                policy = PackScorer(graph, classifier, **{k: v for k, v in kwargs.items()
+                                                          if k != "gated"})
+                policy.scorer.gated = kwargs.get("gated", True)
+                harvests.append(sum(simulate(graph, policy, budget)) / budget)
             rows.append([name, statistics.median(harvests),
                          ", ".join(f"{h:.3f}" for h in harvests)])
     finally:

@@ -103,6 +103,7 @@ class LinkScorer:
         #: learned from: the learned answer takes over only while it ranks them better
         self._judged: deque[tuple[float, float, int]] = deque(maxlen=JUDGED)
         self.quality: tuple[float, float] | None = None  # (the prior's, the learned) AUC
+        self.gated = True  # (the benchmark turns the check off to measure the features)
 
     def scores(self, links: Sequence[LinkFeatures]) -> list[float]:
         """Each link's score, 0 to 1."""
@@ -132,6 +133,8 @@ class LinkScorer:
     def trusted(self) -> bool:
         """Whether the learned answer ranks the latest outcomes (judged before it learned
         from them) better than the prior: the safe fallback is the prior."""
+        if not self.gated:
+            return True
         return self.quality is not None and self.quality[1] > self.quality[0]
 
     def described(self, links: Sequence[LinkFeatures]) -> list[LinkFeatures]:

@@ -14,6 +14,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from crawler_ext.frontier.bands import BestFirst, RefreshShare, WeightedBands
 from crawler_ext.frontier.contract import FrontierStore, Gate
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
 from crawler_ext.frontier.storage import Entry, HostState
@@ -24,98 +25,6 @@ __all__ = ["DROP", "BestFirst", "Frontier", "Gate", "RefreshShare", "WeightedBan
 DROP = "drop"
 
 
-class WeightedBands:
-    """Smooth weighted round-robin over bands: with weights 5,2,1 band 0 is chosen five times
-    for every one of band 2, and every non-empty band is chosen within one cycle (no starvation)."""
-
-    def __init__(self, weights: Sequence[float]) -> None:
-        self.weights = list(weights)
-        self._credit = [0.0] * len(self.weights)
-
-    def pick(self, sizes: Sequence[int]) -> int:
-        """The band to dequeue from (-1: all empty); updates the round-robin state.  (One pass,
-        no list: the router asks once per entry it routes.)"""
-        credit, weights = self._credit, self.weights
-        best, top, total = -1, 0.0, 0.0
-        for b, size in enumerate(sizes):
-            if size > 0:
-                c = credit[b] = credit[b] + weights[b]
-                total += weights[b]
-                if best < 0 or c > top:  # the first of equal credits, as max() picks
-                    best, top = b, c
-        if best >= 0:
-            credit[best] -= total
-        return best
-
-
-class BestFirst:
-    """The router of a focused crawl: the best non-empty band, always, but for an explicit
-    share of picks (``exploration``) that go by the weighted round-robin, spread evenly; and
-    at most ``max_active`` keys active, so that an entry is committed to its key's back queue
-    just before a fetch slot can take it (entries wait in the front queues, in band order,
-    where a better one found later goes first)."""
-
-    def __init__(self, weights: Sequence[float], exploration: float, max_active: int) -> None:
-        self.weighted = WeightedBands(weights)
-        self.exploration = exploration
-        self.max_active = max_active
-        self._credit = 0.0
-        self._dispatch_credit = 0.0
-        self.explored = 0  # picks that went by the round-robin
-        #: bands an entry may be worse than the best one held and still go first
-        self.slack = 1
-
-    def explores(self) -> bool:
-        """Whether this dispatch may take a worse entry than the best held (the exploration
-        share of dispatches, spread evenly)."""
-        self._dispatch_credit += self.exploration
-        if self._dispatch_credit >= 1.0:
-            self._dispatch_credit -= 1.0
-            return True
-        return False
-
-    def pick(self, sizes: Sequence[int]) -> int:
-        self._credit += self.exploration
-        if self._credit >= 1.0:
-            self._credit -= 1.0
-            band = self.weighted.pick(sizes)
-            if band >= 0 and any(sizes[:band]):
-                self.explored += 1
-            return band
-        for band, size in enumerate(sizes):
-            if size > 0:
-                return band
-        return -1
-
-
-class RefreshShare:
-    """Which lane of a key's back queue goes next: when both discovery and refresh entries
-    wait, refreshes get ``share`` of the turns, spread evenly (each key's credit grows by the
-    share at every turn both lanes wait, and a refresh spends one unit); when one lane waits
-    alone it takes the turn and the credit stands, so either side uses the other's unused
-    share.  Credits are kept for keys with a back queue only."""
-
-    def __init__(self, share: float) -> None:
-        self.share = min(max(share, 0.0), 1.0)
-        self._credit: dict[str, float] = {}
-
-    def refresh_next(self, key: str, discovery: int, refresh: int) -> bool:
-        if not (discovery and refresh):
-            return refresh > 0
-        credit = self._credit.get(key, 0.0) + self.share
-        go = credit >= 1.0 - 1e-9
-        self._credit[key] = credit - 1.0 if go else credit
-        return go
-
-    def forget(self, key: str) -> None:
-        self._credit.pop(key, None)
-
-
-# The frontier tracks the latest entries still queued, for promotion: fp -> the entry's
-# fields packed in bytes (bounded: the oldest are not tracked any more).  Bytes, not the
-# Entry nor a tuple: the garbage collector leaves a map of plain values out of its walks
-# (100,000 entries kept alive for this alone made every full collection, one every few ten
-# thousand dispatches, visit them).
 _TRACKED = struct.Struct(">BQq?H")  # band, id, priority, refresh, len(key); then key, data
 
 
@@ -155,7 +64,32 @@ REFILL_BUDGET = 5_000
 MAX_TRACKED = 100_000
 
 
-class Frontier:
+class StoreLifecycle:
+    """A frontier's lifecycle and journal marks, forwarded to its store."""
+
+    store: FrontierStore
+
+    @property
+    def durable(self) -> bool:
+        return self.store.durable
+
+    def open(self) -> None:
+        self.store.open()
+
+    def flush(self) -> None:
+        self.store.flush()
+
+    def close(self, commit: bool = True) -> None:
+        self.store.close(commit=commit)
+
+    def admitted_since(self, mark: int) -> tuple[list[int], int]:
+        return self.store.admitted_since(mark)
+
+    def admitted_mark(self) -> int:
+        return self.store.admitted_mark()
+
+
+class Frontier(StoreLifecycle):
     """The frontier contract (``contract.FrontierBackend``) in one process, over a store; over a
     durable store, journaled too (``contract.JournaledFrontier``)."""
 
@@ -175,7 +109,6 @@ class Frontier:
         self.max_in_flight = max_in_flight
         self.refill_budget = REFILL_BUDGET
         self.best_first = best_first  # (the focus strategy's routing: see _refill)
-        self._explored = 0
         self.lanes = RefreshShare(refresh_share)
         self._stat = on_stat or (lambda name, value: None)
         self._active: set[str] = set()  # keys with a back queue or requests in flight
@@ -188,26 +121,6 @@ class Frontier:
         # drops in one next() (a trap's URLs go in bulk); the last stopped there with more?
         self.drop_budget = 20_000
         self._more_to_drop = False
-
-    # -- lifecycle, forwarded to the store --------------------------------------------------
-    @property
-    def durable(self) -> bool:
-        return self.store.durable
-
-    def open(self) -> None:
-        self.store.open()
-
-    def flush(self) -> None:
-        self.store.flush()
-
-    def close(self, commit: bool = True) -> None:
-        self.store.close(commit=commit)
-
-    def admitted_since(self, mark: int) -> tuple[list[int], int]:
-        return self.store.admitted_since(mark)
-
-    def admitted_mark(self) -> int:
-        return self.store.admitted_mark()
 
     # -- admission -------------------------------------------------------------------------
     def add_delayed(self, entries: list[Entry], due: float) -> None:
@@ -282,12 +195,12 @@ class Frontier:
                 self._in_back.add(fp)
             self._active.add(key)
             self._schedule(key, now)
-            if best_first is not None:
-                if best_first.explored != self._explored:
-                    self._stat("frontier/explored", best_first.explored - self._explored)
-                    self._explored = best_first.explored
-                if self.store.back_size(key) > 1:
-                    break  # best-first: keys made active in band order, one entry at a time
+            if best_first is not None and self.store.back_size(key) > 1:
+                break  # best-first: keys made active in band order, one entry at a time
+        if best_first is not None and best_first.explored:
+            explored = best_first.take_explored()
+            if explored:
+                self._stat("frontier/explored", explored)
         return moved
 
     def _schedule(self, key: str, now: float, state: HostState | None = None) -> None:
@@ -310,7 +223,10 @@ class Frontier:
         self._more_to_drop = False
         dropped = 0
         # best-first: the best band an active key holds; a worse entry waits for it
-        floor = self._best_held() if self.best_first is not None else None
+        store = self.store
+        floor = self.best_first.floor(head[0].band for head in (
+            store.back_head(key, 1) for key in self._active) if head) \
+            if self.best_first is not None else None
         deferred: list[str] = []
         while True:
             key = self.store.heap_pop_ready(now)
@@ -366,14 +282,6 @@ class Frontier:
             self._schedule(key, now, state)  # more in flight allowed for this key?
             self._defer(deferred, now)
             return entry
-
-    def _best_held(self) -> int | None:
-        """The best band among the entries active keys hold, less the best-first slack: an
-        entry worse than that waits (None: no key holds one)."""
-        store = self.store
-        heads = [head[0].band for head in (store.back_head(key, 1) for key in self._active)
-                 if head]
-        return min(heads) + self.best_first.slack if heads else None  # type: ignore[union-attr]
 
     def _defer(self, keys: list[str], now: float) -> None:
         """Keys whose entries wait for a better one: asked again a moment later."""
