@@ -26,7 +26,6 @@ seed.  Sections are cut once per package and cached beside the corpus.
 
 from __future__ import annotations
 
-import html
 import json
 import random
 import re
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testweb.corpus import DEBIAN_SITES, HELD_OUT, Site, cache_dir, unpack_debian
+from testweb.topical import _page
 
 __all__ = ["TOPICS", "TopicWeb", "build", "sections_of"]
 
@@ -126,14 +126,6 @@ class TopicWeb:
 
 def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40] or "page"
-
-
-def _page(title: str, text: str, links: list[tuple[str, str]]) -> str:
-    items = "".join(f'<li><a href="{html.escape(u)}">{html.escape(a)}</a></li>'
-                    for u, a in links)
-    return (f"<!DOCTYPE html><html><head><title>{html.escape(title)}</title></head><body>"
-            f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p><ul>{items}</ul>"
-            "</body></html>")
 
 
 def _pools(topic: str, rng: random.Random) -> tuple[list, list]:
@@ -241,7 +233,6 @@ def build(root: Path, topic: str = "sqlite", seed: int = 54, hosts: int = 60,
                     targets += [(other, 0) for other in names if other != name]
             elif group >= 0:
                 members = groups[group]
-                chain = [i for i in members if not host_pages[i][3]]
                 island = [i for i in members if host_pages[i][3]]
                 if not on:  # a chain page leads on: the next chain page, or the island
                     after = [i for i in members if i > index]
@@ -249,7 +240,6 @@ def build(root: Path, topic: str = "sqlite", seed: int = 54, hosts: int = 60,
                 else:
                     targets += [(name, rng.choice(island)) for _ in range(links_per_page - 3)]
                 targets.append((name, rng.choice(open_pages)))
-                del chain
             else:
                 targets += [(name, rng.choice(open_pages)) for _ in range(links_per_page - 2)]
                 if index < 6:  # a section page opens the chains of some islands
