@@ -7,7 +7,7 @@ import random
 import pytest
 
 from crawler_ext.dedup.index import ContentIndex
-from crawler_ext.dedup.extract import fingerprint_text, main_text
+from crawler_ext.dedup.extract import fingerprint_text, main_text, normalise
 from crawler_ext.dedup.simhash import (
     SimHashIndex,
     _shingle_hash,
@@ -222,3 +222,19 @@ def test_a_changing_page_is_remembered_by_its_latest_version_only(tmp_path) -> N
     assert again.check("http://c/copy", page(59)).original == "http://a/news"
     assert again.check("http://c/older", page(58)).kind == "unique"
     again.close()
+
+
+def test_normalise_is_the_words_of_the_lowered_text_whatever_the_characters() -> None:
+    # the byte table for ASCII and the expression for other words give exactly \w+ of the
+    # lowered text, on every kind of character: case, white space, controls, combining marks,
+    # lone surrogates, non-ASCII digits and letters whose lower case is ASCII
+    import re
+
+    word = re.compile(r"\w+")
+    alphabet = list("abcXYZ09_ -,.;:!?'\"()[]\t\n\r\x0b\x0c\x1c\x1f\x00\x7f") + [
+        "é", "É", "ß", "İ", "K", "\xa0", "\u2003", "’", "—", "“", "中", "\u0301", "\ud800",
+        "١", "²", "ǅ", "\u200b", "\ufeff", "😀"]
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        assert normalise(text) == " ".join(word.findall(text.lower())), repr(text)
