@@ -363,3 +363,26 @@ def test_revisits_remember_each_urls_latest_payload_not_every_version(tmp_path: 
     assert kinds[-3:] == [("http://e.com/about", "response"), ("http://e.com/about", "revisit"),
                           ("http://mirror.e.com/about", "revisit")]
     assert sum(1 for _, kind in kinds if kind == "response") == 201
+
+
+def test_the_gzip_level_reaches_the_writer_process_and_keeps_the_records(tmp_path: Path
+                                                                       ) -> None:
+    """CRAWLER_EXT_WARC_GZIP_LEVEL: the writer process compresses at the level it is given;
+    the records read back the same, only the bytes on disk differ."""
+    from crawler_ext.warc.process import ProcessWriter
+
+    sizes = {}
+    for level in (1, 9):
+        child = ProcessWriter(WarcFileWriter(tmp_path / str(level), prefix="test",
+                                             gzip_level=level))
+        child.open()
+        assert child._remote
+        b = child.builder
+        for i in range(20):
+            body = (" ".join(f"word{(i * j) % 97}" for j in range(2000))).encode()
+            child.write(b.create_warc_record(f"http://e.com/{i}", "resource",
+                                             payload=io.BytesIO(body), length=len(body)))
+        child.close()
+        sizes[level] = child.bytes_written
+    assert [r[1:] for r in _records(tmp_path / "1")] == [r[1:] for r in _records(tmp_path / "9")]
+    assert sizes[1] > sizes[9] * 1.05

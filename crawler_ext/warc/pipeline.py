@@ -76,6 +76,7 @@ class WarcPipeline:
         writer = ProcessWriter(WarcFileWriter(
             directory, prefix=config.get(s, "CRAWLER_EXT_WARC_PREFIX"),
             max_size=config.get(s, "CRAWLER_EXT_WARC_MAX_SIZE"),
+            gzip_level=config.get(s, "CRAWLER_EXT_WARC_GZIP_LEVEL"),
             info={"robots": "obey" if s.getbool("ROBOTSTXT_OBEY") else "ignore",
                   "http-header-user-agent": s.get("USER_AGENT") or "",
                   "isPartOf": crawler.spidercls.name}, locate=locate))

@@ -140,9 +140,10 @@ class WarcFileWriter:
         self, directory: str | Path, prefix: str = "crawler_ext", max_size: int = 10**9,
         info: dict[str, str] | None = None, clock: Callable[[], str] = _timestamp,
         record_ids: Callable[[], str] | None = None, warc_dates: Callable[[], str] | None = None,
-        locate: bool = False,
+        locate: bool = False, gzip_level: int = GZIP_LEVEL,
     ) -> None:
         self.directory = Path(directory)
+        self.gzip_level = gzip_level  # zlib's 1 (fastest) to 9 (smallest)
         self.prefix = prefix
         self.max_size = max_size
         self.info = info or {}
@@ -178,7 +179,8 @@ class WarcFileWriter:
         """The arguments that build this writer in another process (the writer process);
         the id and date seams stay with the caller, who applies them (``prepare``)."""
         return {"directory": self.directory, "prefix": self.prefix, "max_size": self.max_size,
-                "info": self.info, "clock": self.clock, "locate": self.locate}
+                "info": self.info, "clock": self.clock, "locate": self.locate,
+                "gzip_level": self.gzip_level}
 
     @property
     def builder(self) -> WARCWriter:
@@ -253,7 +255,7 @@ class WarcFileWriter:
         self._buffer.seek(0)
         self._buffer.truncate()
         self._builder.write_record(record)
-        gzip = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+        gzip = zlib.compressobj(self.gzip_level, zlib.DEFLATED, zlib.MAX_WBITS + 16)
         return gzip.compress(self._buffer.getvalue()) + gzip.flush()
 
     def _write_derivative(self, record: Any, kind: str) -> tuple[str, int, int]:
