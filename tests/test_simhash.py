@@ -202,9 +202,26 @@ def test_removed_entries_are_never_found_and_are_compacted_away() -> None:
     assert index.nearest(stored[0]) == (0, 0)
 
 
+def test_short_texts_are_matched_exactly_only() -> None:
+    """Under NEAR_MIN_WORDS words a text has no SimHash to compare (SimHash over a few dozen
+    shingles puts distinct template pages within 3 bits by chance); at or over it, an edit
+    of one word is a near duplicate."""
+    from crawler_ext.dedup.simhash import NEAR_MIN_WORDS, near_hash
+
+    rng = random.Random(4)
+    for n, expected in ((NEAR_MIN_WORDS - 1, None), (NEAR_MIN_WORDS, True)):
+        words = [f"w{rng.randrange(5000)}" for _ in range(n)]
+        edited = words[:n // 2] + ["changed"] + words[n // 2 + 1:]
+        a, b = near_hash(" ".join(words)), near_hash(" ".join(edited))
+        if expected is None:
+            assert a == b == 0
+        else:
+            assert a and b and hamming(a, b) <= 3
+
+
 def test_a_changing_page_is_remembered_by_its_latest_version_only(tmp_path) -> None:
     def page(version: int) -> bytes:
-        words = " ".join(f"w{version}x{i}" for i in range(80))
+        words = " ".join(f"w{version}x{i}" for i in range(120))
         return f"<html><body><main><p>{words}</p></main></body></html>".encode()
 
     index = ContentIndex(path=tmp_path / "content.sqlite3")

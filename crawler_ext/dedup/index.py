@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from crawler_ext.dedup.extract import fingerprint_text
-from crawler_ext.dedup.simhash import SimHashIndex, exact_hash, simhash
+from crawler_ext.dedup.simhash import SimHashIndex, exact_hash, near_hash
 from crawler_ext.int64 import to_signed as _signed
 from crawler_ext.int64 import to_unsigned as _unsigned
 from crawler_ext.meta import FINGERPRINT_META  # (its home; re-exported here)
@@ -162,4 +162,4 @@ def page_fingerprint(html: str | bytes, min_words: int = 20) -> PageFingerprint:
     if basis == "body":  # too little text to judge by: the exact body only, no SimHash
         body = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else html
         return PageFingerprint(exact_hash(b"body\x00" + body), 0, basis)
-    return PageFingerprint(exact_hash(text), simhash(text), basis)
+    return PageFingerprint(exact_hash(text), near_hash(text), basis)

@@ -6,9 +6,12 @@ that finds stored SimHashes within Hamming distance k without scanning them all.
 * ``simhash(text)``: Charikar's SimHash over 3-word shingles weighted by term frequency,
   vectorised with numpy: the shingles' 64-bit hashes come from prefix sums over the text's
   bytes (a polynomial hash, mixed), not one BLAKE2b call a shingle, which took 80 % of the
-  fingerprint's time (0.5 against 2.3-4.5 ms for a 35 KB text).  It replaces the ``simhash`` package, whose 2.1.2 release raises
-  OverflowError under numpy 2 once a feature's weight exceeds 50 (it keeps weights in
-  uint8) and which is slower on real pages (see ``benchmarks/run.py dedup``).
+  fingerprint's time (0.25 against 0.93 ms for a 10 KB text).  It replaces the ``simhash``
+  package, whose 2.1.2 release raises OverflowError under numpy 2 once a feature's weight
+  exceeds 50 (it keeps weights in uint8) and which is slower on real pages (see
+  ``benchmarks/run.py dedup``).
+* ``near_hash(text)``: the SimHash pages are compared by, 0 for texts under
+  ``NEAR_MIN_WORDS`` words (exact matches only: SimHash over a few dozen shingles is noise).
 * ``SimHashIndex``: permuted-block tables after Manku, Jain & Das Sarma (2007).  For k = 3 the
   64 bits are cut into 4 blocks of 16; two fingerprints within distance 3 agree exactly on at
   least one block (pigeonhole), so each table, sorted by one block first, yields candidates
@@ -23,7 +26,7 @@ from typing import overload
 
 import numpy as np
 
-__all__ = ["SimHashIndex", "exact_hash", "hamming", "simhash"]
+__all__ = ["NEAR_MIN_WORDS", "SimHashIndex", "exact_hash", "hamming", "near_hash", "simhash"]
 
 
 
@@ -116,6 +119,21 @@ def simhash(text: str, n: int = 3) -> int:
     else:
         ones = bits.sum(axis=0, dtype=np.int64)
     return int.from_bytes(np.packbits(2 * ones > len(hashes)).tobytes(), "big")
+
+
+#: texts of fewer words are matched exactly only, never as near duplicates: over a few dozen
+#: shingles SimHash is too noisy for k = 3 (on the real-site corpus, pairs of 45-word Javadoc
+#: "class-use" pages, 0.7 alike by shingles, came within 3 bits by chance: 3 pairs with one
+#: hash function, 0 with another; none at 100 words or more with either)
+NEAR_MIN_WORDS = 100
+
+
+def near_hash(text: str) -> int:
+    """The SimHash a text is compared by for near duplicates, or 0 (exact matches only) for
+    a text of fewer than ``NEAR_MIN_WORDS`` words."""
+    if text.count(" ") + 1 < NEAR_MIN_WORDS:
+        return 0
+    return simhash(text)
 
 
 def hamming(a: int, b: int) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 
 from crawler_ext.dedup.extract import normalise
 from crawler_ext.dedup.index import PageFingerprint
-from crawler_ext.dedup.simhash import exact_hash, simhash
+from crawler_ext.dedup.simhash import exact_hash, near_hash
 from crawler_ext.processors.contract import Document, Processed, RelevanceScorer
 from crawler_ext.processors.registry import load_processor, lookup
 from crawler_ext.processors.sniff import kind_of
@@ -37,7 +37,7 @@ def fingerprint_of(processed: Processed, body: bytes, min_words: int) -> PageFin
     words = processed.text if processed.content_kind == "html" else normalise(processed.text)
     if basis == "body" or words.count(" ") + 1 < min_words or not words:
         return PageFingerprint(exact_hash(b"body\x00" + body), 0, "body")
-    return PageFingerprint(exact_hash(words), simhash(words), basis)
+    return PageFingerprint(exact_hash(words), near_hash(words), basis)
 
 
 class Runner:
