@@ -17,13 +17,15 @@ from warcio.statusandheaders import StatusAndHeaders
 
 from crawler_ext.warc import WarcFileWriter, lookup, recover
 from crawler_ext.warc.cdxj import read_index, surt
+from crawler_ext.warc.writer import RecordStamps
 
 
 def fixed_writer(directory: Path, max_size: int = 10**9) -> WarcFileWriter:
     ids = (f"<urn:uuid:00000000-0000-0000-0000-{i:012d}>" for i in itertools.count())
     return WarcFileWriter(directory, prefix="test", max_size=max_size,
-                          clock=lambda: "20260101000000000", record_ids=lambda: next(ids),
-                          warc_dates=lambda: "2026-01-01T00:00:00.000000Z")
+                          clock=lambda: "20260101000000000",
+                          stamps=RecordStamps(lambda: next(ids),
+                                              lambda: "2026-01-01T00:00:00.000000Z"))
 
 
 def write_pages(writer: WarcFileWriter, n: int) -> None:
@@ -185,8 +187,8 @@ def test_the_writer_process_keeps_order_content_and_counters(tmp_path: Path) -> 
         ids = (f"<urn:uuid:00000000-0000-0000-0000-{i:012d}>" for i in itertools.count())
         return WarcFileWriter(directory, prefix="test", max_size=max_size,
                               clock=functools.partial(str, "20260101000000000"),
-                              record_ids=lambda: next(ids),
-                              warc_dates=lambda: "2026-01-01T00:00:00.000000Z")
+                              stamps=RecordStamps(lambda: next(ids),
+                                                  lambda: "2026-01-01T00:00:00.000000Z"))
 
     direct = writer(tmp_path / "direct", 10**9)
     direct.open()

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.timeutils import iso_date_to_timestamp
@@ -34,9 +34,16 @@ from crawler_ext.warc.cdxj import cdxj_line
 from crawler_ext.warc.plans import RecordPlan, metadata_payload  # (its home; re-exported)
 from crawler_ext.warc.spool import IndexSpool, remove_runs
 
-__all__ = ["WarcFileWriter", "metadata_payload", "recover"]
+__all__ = ["RecordStamps", "WarcFileWriter", "metadata_payload", "recover"]
 
 logger = logging.getLogger(__name__)
+
+
+class RecordStamps(NamedTuple):
+    """The determinism seam for records (tests): each record's id and WARC date."""
+
+    ids: Callable[[], str]
+    dates: Callable[[], str]
 
 INDEXED_TYPES = ("response", "revisit", "resource", "metadata")
 GZIP_LEVEL = 6
@@ -139,8 +146,7 @@ class WarcFileWriter:
     def __init__(
         self, directory: str | Path, prefix: str = "crawler_ext", max_size: int = 10**9,
         info: dict[str, str] | None = None, clock: Callable[[], str] = _timestamp,
-        record_ids: Callable[[], str] | None = None, warc_dates: Callable[[], str] | None = None,
-        locate: bool = False, gzip_level: int = GZIP_LEVEL,
+        stamps: RecordStamps | None = None, locate: bool = False, gzip_level: int = GZIP_LEVEL,
     ) -> None:
         self.directory = Path(directory)
         self.gzip_level = gzip_level  # zlib's 1 (fastest) to 9 (smallest)
@@ -149,8 +155,8 @@ class WarcFileWriter:
         self.info = info or {}
         self.clock = clock  # the determinism seam: fixed names, dates and ids in tests
         self._siblings: dict[str, tuple[Path, BinaryIO]] = {}  # derivative -> its open file
-        self.record_ids = record_ids
-        self.warc_dates = warc_dates
+        self.record_ids = stamps.ids if stamps else None
+        self.warc_dates = stamps.dates if stamps else None
         self.hostname = socket.gethostname().split(".")[0] or "host"
         self._serial = itertools.count()
         self._file: BinaryIO | None = None
