@@ -32,6 +32,9 @@ SCHEDULER_PATHS = (SCHEDULER, "crawler_ext.frontier.scheduler.FrontierScheduler"
 
 #: http and https in Scrapy's reactorless mode: aiohttp with the guard's address pinning
 REACTORLESS_HANDLER = "crawler_ext.hosts.aiopinning.GuardedAiohttpDownloadHandler"
+#: http and https with the Twisted reactor: Scrapy's HTTP/1.1 handler, idle connections closed
+#: after CRAWLER_EXT_KEEPALIVE_TIMEOUT
+KEEPALIVE_HANDLER = "crawler_ext.hosts.keepalive.KeepAliveDownloadHandler"
 #: setting -> value, set at the add-on priority
 _SETTINGS = {
     "SCHEDULER": SCHEDULER,
@@ -117,10 +120,9 @@ class Addon:
             # (Scrapy puts its aiohttp handler in DOWNLOAD_HANDLERS_BASE at the project
             # priority after the add-ons ran: ours goes in at that priority too, unless the
             # project chose a handler itself)
-            handlers = settings["DOWNLOAD_HANDLERS"]
-            for scheme in ("http", "https"):
-                if handlers.getpriority(scheme) is None:
-                    handlers.set(scheme, REACTORLESS_HANDLER, priority="project")
+            _set_handler(settings, REACTORLESS_HANDLER, "project")
+        else:
+            _set_handler(settings, KEEPALIVE_HANDLER, "addon")
         kept = []
         for name, path, order in _COMPONENTS:
             if order is None:
@@ -161,3 +163,11 @@ def _overridden(settings: Any, name: str, path: str) -> bool:
     short = path.rsplit(".", 1)[1]
     return any(_path(key).rsplit(".", 1)[1] == short and _path(key).startswith("crawler_ext.")
                for key in settings.getdict(name))
+
+
+def _set_handler(settings: Any, handler: str, priority: str) -> None:
+    """``handler`` for http and https, unless the project chose its own."""
+    handlers = settings["DOWNLOAD_HANDLERS"]
+    for scheme in ("http", "https"):
+        if handlers.getpriority(scheme) is None:
+            handlers.set(scheme, handler, priority=priority)

@@ -1,0 +1,31 @@
+"""How long an idle connection to a host stays open: :class:`KeepAliveDownloadHandler` is
+Scrapy's HTTP/1.1 download handler whose connection pool closes a kept-alive connection after
+``CRAWLER_EXT_KEEPALIVE_TIMEOUT`` seconds idle instead of Twisted's 240.
+
+A broad crawl comes back to a host every few seconds at best (its politeness delay) and
+often after half a minute; with Twisted's 240 s a crawl of 10,000 hosts holds thousands of
+idle sockets and their protocol objects (``docs/broad.md`` has the measurement).  The
+add-on sets it for http and https when the Twisted reactor downloads and the project chose
+no handler of its own::
+
+    DOWNLOAD_HANDLERS = {"http": "crawler_ext.hosts.keepalive.KeepAliveDownloadHandler",
+                         "https": "crawler_ext.hosts.keepalive.KeepAliveDownloadHandler"}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
+from crawler_ext import config
+
+__all__ = ["KeepAliveDownloadHandler"]
+
+
+class KeepAliveDownloadHandler(HTTP11DownloadHandler):
+    def __init__(self, crawler: Any) -> None:
+        super().__init__(crawler)
+        # an instance attribute over HTTPConnectionPool's class-wide 240 s
+        self._pool.cachedConnectionTimeout = config.get(
+            crawler.settings, "CRAWLER_EXT_KEEPALIVE_TIMEOUT")

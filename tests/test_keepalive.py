@@ -1,0 +1,73 @@
+"""Idle kept-alive connections close after ``CRAWLER_EXT_KEEPALIVE_TIMEOUT``: a real crawl of
+one host whose politeness delay is longer than the timeout opens a connection a request; with
+Twisted's 240 s it reuses one.  The server counts the connections it accepted."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from conftest import run_crawl
+
+PAGES = {"/": ["/a", "/b", "/c"], "/a": [], "/b": [], "/c": []}
+
+
+def text(path: str) -> str:  # a text of its own for each page (dedup would drop copies)
+    return " ".join(f"{path} word{i} of a page about keeping connections" for i in range(40))
+
+
+class Counting(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive
+    connections = 0
+    requests = 0
+    lock = threading.Lock()
+
+    def setup(self) -> None:
+        super().setup()
+        with Counting.lock:
+            Counting.connections += 1
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        with Counting.lock:
+            Counting.requests += 1
+        links = PAGES.get(self.path)
+        if links is None:
+            body, status = b"not here", 404
+        else:
+            anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
+            body, status = f"<html><body><p>{text(self.path)}</p>{anchors}</body></html>".encode(), 200
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html" if status == 200 else "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("timeout, fresh", [(0.2, True), (None, False)])
+def test_idle_connections_close_after_the_keepalive_timeout(
+        tmp_path: Path, timeout: float | None, fresh: bool) -> None:
+    Counting.connections = Counting.requests = 0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings = {"CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.8, "CLOSESPIDER_TIMEOUT": 60}
+    if timeout is not None:
+        settings["CRAWLER_EXT_KEEPALIVE_TIMEOUT"] = timeout
+    try:
+        result = run_crawl("-a", f"seeds=http://127.0.0.1:{server.server_port}/",
+                           items_path=tmp_path / "items.jsonl", settings=settings, timeout=120)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 0, result.output[-3000:]
+    assert len(result.items) == 4, result.output[-3000:]
+    assert Counting.requests == 5  # robots.txt and the four pages
+    if fresh:  # each request after a pause longer than the timeout: a new connection
+        assert Counting.connections == Counting.requests
+    else:
+        assert Counting.connections <= 2
