@@ -5,7 +5,8 @@ alternated runs, at ``CONCURRENT_REQUESTS`` 100 and 1,000.
 
 Figures, from the server's request log unless said: pages/s after the warm-up, pages per
 CPU-second of the crawler's whole process tree (``getrusage`` of the reaped crawl), peak RSS
-(Scrapy's ``memusage/max``) and RSS per host met, hosts with a page, time to 1,000 hosts,
+(Scrapy's ``memusage/max``) and RSS per host met (all of it, and beyond the RSS at start-up,
+``memusage/startup``), hosts with a page, time to 1,000 hosts,
 politeness gaps under 1.8 s on one host (both crawls ask for 2 s), robots.txt violations
 (RFC 9309: 5xx and unreachable mean disallow all), DNS queries per name (the DNS server's
 log), the reactor's lag p99 (a probe extension beside both crawls, ``LagProbe`` below).
@@ -157,9 +158,11 @@ def _figures(run: dict[str, Any], server: BroadWebServer, warmup: float) -> dict
     met = {e.host for e in log}
     queries = server.dns_queries()
     rss = run["stats"].get("memusage/max", 0)
+    base = run["stats"].get("memusage/startup", 0)  # the process before it meets a host
     return {"pages_s": rate, "pages_cpu_s": len(pages) / run["cpu"] if run["cpu"] else 0.0,
             "cpu_cores": run["cpu"] / max(1e-9, end - run["started"]),
             "rss_mib": rss / 2 ** 20, "rss_per_host": rss / max(1, len(met)),
+            "rss_beyond_base": (rss - base) / max(1, len(met)),
             "hosts": len(first), "to_1000": to_1000,
             "gaps": len(politeness_violations(log, GAP)),
             "robots": len(robots_violations(log, server.web)),
@@ -195,7 +198,8 @@ def bench_broad(quick: bool, concurrencies: list[int] | None = None,
                 values = [f[key] for f in figures if f[key] is not None]
                 return statistics.median(values) if values else "-"
             rows.append([name, med("pages_s"), med("pages_cpu_s"), med("cpu_cores"),
-                         med("rss_mib"), med("rss_per_host"), med("hosts"), med("to_1000"),
+                         med("rss_mib"), med("rss_per_host"), med("rss_beyond_base"),
+                         med("hosts"), med("to_1000"),
                          sum(f["gaps"] for f in figures), sum(f["robots"] for f in figures),
                          med("dns_per_name"), med("lag_p99"),
                          sum(f["errors"] for f in figures),
@@ -203,7 +207,7 @@ def bench_broad(quick: bool, concurrencies: list[int] | None = None,
         table(f"Broad crawl, {hosts:,} hosts, CONCURRENT_REQUESTS {concurrency}, {duration} s "
               f"each, median of {runs} alternated run(s)",
               ["crawler", "pages/s after warm-up", "pages per CPU-s", "cores", "peak RSS MiB",
-               "RSS B per host met", "hosts with a page", "s to 1,000 hosts",
+               "RSS B per host met", "RSS B per host beyond start-up", "hosts with a page", "s to 1,000 hosts",
                f"gaps < {GAP} s", "robots.txt violations", "DNS queries per name",
                "reactor lag p99 ms", "ERROR lines", "tracebacks"], rows)
 
