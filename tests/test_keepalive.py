@@ -71,3 +71,19 @@ def test_idle_connections_close_after_the_keepalive_timeout(
         assert Counting.connections == Counting.requests
     else:
         assert Counting.connections <= 2
+
+
+def test_the_addon_sets_the_handler_unless_the_project_chose_one() -> None:
+    from scrapy.settings import Settings
+
+    from crawler_ext.addon import KEEPALIVE_HANDLER, Addon
+
+    settings = Settings()
+    Addon().update_settings(settings)
+    assert settings["DOWNLOAD_HANDLERS"]["http"] == KEEPALIVE_HANDLER
+    assert settings["DOWNLOAD_HANDLERS"]["https"] == KEEPALIVE_HANDLER
+    own = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
+    settings = Settings({"DOWNLOAD_HANDLERS": {"http": own}}, priority="project")
+    Addon().update_settings(settings)
+    assert settings["DOWNLOAD_HANDLERS"]["http"] == own
+    assert settings["DOWNLOAD_HANDLERS"]["https"] == KEEPALIVE_HANDLER
