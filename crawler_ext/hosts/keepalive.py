@@ -4,7 +4,8 @@ Scrapy's HTTP/1.1 download handler whose connection pool closes a kept-alive con
 
 A broad crawl comes back to a host every few seconds at best (its politeness delay) and
 often after half a minute; with Twisted's 240 s a crawl of 10,000 hosts holds thousands of
-idle sockets and their protocol objects (``docs/broad.md`` has the measurement).  The
+idle sockets, on its side and on the servers' (``docs/broad.md`` has the measurement: they
+are not where a broad crawl's memory goes).  The
 add-on sets it for http and https when the Twisted reactor downloads and the project chose
 no handler of its own::
 
