@@ -29,7 +29,7 @@ class Counting(BaseHTTPRequestHandler):
         with Counting.lock:
             Counting.connections += 1
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         with Counting.lock:
             Counting.requests += 1
         links = PAGES.get(self.path)
