@@ -207,7 +207,8 @@ def bench_broad(quick: bool, concurrencies: list[int] | None = None,
         table(f"Broad crawl, {hosts:,} hosts, CONCURRENT_REQUESTS {concurrency}, {duration} s "
               f"each, median of {runs} alternated run(s)",
               ["crawler", "pages/s after warm-up", "pages per CPU-s", "cores", "peak RSS MiB",
-               "RSS B per host met", "RSS B per host beyond start-up", "hosts with a page", "s to 1,000 hosts",
+               "RSS B per host met", "RSS B per host beyond start-up", "hosts with a page",
+               "s to 1,000 hosts",
                f"gaps < {GAP} s", "robots.txt violations", "DNS queries per name",
                "reactor lag p99 ms", "ERROR lines", "tracebacks"], rows)
 

@@ -45,6 +45,7 @@ class RecordStamps(NamedTuple):
     ids: Callable[[], str]
     dates: Callable[[], str]
 
+
 INDEXED_TYPES = ("response", "revisit", "resource", "metadata")
 GZIP_LEVEL = 6
 #: derivative files written beside each WARC file (Common Crawl's suffixes, which the pack's
