@@ -37,7 +37,8 @@ class Counting(BaseHTTPRequestHandler):
             body, status = b"not here", 404
         else:
             anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
-            body, status = f"<html><body><p>{text(self.path)}</p>{anchors}</body></html>".encode(), 200
+            page = f"<html><body><p>{text(self.path)}</p>{anchors}</body></html>"
+            body, status = page.encode(), 200
         self.send_response(status)
         self.send_header("Content-Type", "text/html" if status == 200 else "text/plain")
         self.send_header("Content-Length", str(len(body)))
