@@ -156,8 +156,7 @@ class WarcFileWriter:
         self.info = info or {}
         self.clock = clock  # the determinism seam: fixed names, dates and ids in tests
         self._siblings: dict[str, tuple[Path, BinaryIO]] = {}  # derivative -> its open file
-        self.record_ids = stamps.ids if stamps else None
-        self.warc_dates = stamps.dates if stamps else None
+        self.stamps = stamps
         self.hostname = socket.gethostname().split(".")[0] or "host"
         self._serial = itertools.count()
         self._file: BinaryIO | None = None
@@ -221,19 +220,18 @@ class WarcFileWriter:
     def prepare(self, record: Any) -> None:
         """Give the record its id and date from the test seams (if set): the part of a write
         that must happen in the caller's order (see ``BackgroundWriter``)."""
-        if self.record_ids is not None:
-            record.rec_headers.replace_header("WARC-Record-ID", self.record_ids())
-        if self.warc_dates is not None:
-            record.rec_headers.replace_header("WARC-Date", self.warc_dates())
+        if self.stamps is not None:
+            record.rec_headers.replace_header("WARC-Record-ID", self.stamps.ids())
+            record.rec_headers.replace_header("WARC-Date", self.stamps.dates())
 
     def new_id(self) -> str:
         """A record id for a plan (``crawler_ext.warc.plans``): the test seam's, if set."""
-        return self.record_ids() if self.record_ids is not None else self._builder._make_warc_id()
+        return self.stamps.ids() if self.stamps is not None else self._builder._make_warc_id()
 
     def new_date(self, same_as: str | None = None) -> str:
         """A WARC date for a plan: the test seam's, if set; else ``same_as`` or now."""
-        if self.warc_dates is not None:
-            return self.warc_dates()
+        if self.stamps is not None:
+            return self.stamps.dates()
         return same_as or self._builder.curr_warc_date()
 
     def write_plan(self, plan: RecordPlan) -> None:
