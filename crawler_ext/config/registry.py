@@ -127,6 +127,10 @@ _SPECS = [
     Setting("CRAWLER_EXT_FOCUS_ACTIVE_HOSTS", 4, number(int, 1),
             "Hosts a focused crawl holds links committed to at once: a link waits in the "
             "front queues, where better ones found later pass it, until a host is free."),
+    Setting("CRAWLER_EXT_FOCUS_MAX_UNSCORED", 0, number(int, -1),
+            "Fetched pages a focused crawl lets wait for their relevance and link scores "
+            "before it holds its next dispatch (focus/dispatch_held): links are chosen with "
+            "the scores of the pages already fetched, not ahead of them. -1: never hold."),
     Setting("CRAWLER_EXT_FOCUS_LINK_CONTEXT", False, boolean,
             "Let the learned link scorer read the words around each link too (its sentence "
             "or list item; needs the content processors). Off: no gain measured "

@@ -47,6 +47,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -83,6 +84,10 @@ class RedisFrontier:
     :class:`~crawler_ext.distributed.exchange.Exchange` in a thread)."""
 
     ROBOTS_SHARE_LIMIT = 64 * 1024  # robots.txt bodies larger than this are not shared
+    #: seconds the shared frontier must read empty before this worker counts nothing pending
+    #: (its crawl may finish): longer than the exchanges another worker needs to push the
+    #: links of the page it just completed
+    FINISH_GRACE = 3.0
     REPLICA_RETRY = 0.05  # seconds: a fetch waiting for its shard's replica is tried again
     inspect_blocks = True
     durable = True  # shared between workers: requests travel serialised
@@ -225,7 +230,14 @@ class RedisFrontier:
     def pending(self) -> int:
         local = len(self.outbox) + self.leases.waiting() + self.claims.pending()
         remote = self.sync.remote
-        return local + (1 if remote is None else remote)
+        if remote is None:  # (not counted yet)
+            remote = 1
+        elif remote == 0 and time.monotonic() - (self.sync.empty_since or 0.0) < \
+                self.FINISH_GRACE:
+            # Redis empty for a moment only: another worker may have completed a page whose
+            # links it has not pushed yet (admitted, confirmed by its next exchange)
+            remote = 1
+        return local + remote
 
     @property
     def shared_pending(self) -> int | None:

@@ -58,6 +58,7 @@ class Sync:
         self._stat = stat
         self.hooks: Any = None  # the scheduler's (see RedisFrontier.attach)
         self.remote: int | None = None  # entries queued or leased anywhere; None: not known
+        self.empty_since: float | None = None  # monotonic: since when ``remote`` reads 0
         self.remote_parked = 0  # entries of parked keys in Redis (all workers')
         self._running: dict[int, ShardOps] = {}  # the ops of the exchange running in a thread
         self._last: Exchanged | None = None  # what it answered (None: it failed)
@@ -187,6 +188,10 @@ class Sync:
             self._stat("frontier/redis/held_for_replicas", 1)
         if out.remote is not None and len(out.remote) == self.shards:
             self.remote = sum(out.remote.values())
+            if self.remote:
+                self.empty_since = None
+            elif self.empty_since is None:
+                self.empty_since = time.monotonic()
             self.remote_parked = sum(out.parked.values())
         if out.seeds_waiting is not None:
             self.claims.seeds_waiting = out.seeds_waiting

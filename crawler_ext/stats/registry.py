@@ -134,6 +134,9 @@ STATS: list[Stat] = [
          "a focused crawl's routing picks that went by the bands' weighted round-robin "
          "(CRAWLER_EXT_FOCUS_EXPLORATION), and dispatches that waited because an active host "
          "held a better link"),
+    Stat(("focus/dispatch_held",),
+         "dispatches a focused crawl held while more fetched pages than "
+         "CRAWLER_EXT_FOCUS_MAX_UNSCORED waited for their scores"),
     Stat(("focus/dropped/tunnel",),
          "links dropped because their page ended an off-topic branch deeper than "
          "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH"),

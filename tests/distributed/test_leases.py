@@ -198,6 +198,38 @@ def test_a_parked_key_waits_in_redis_and_holds_no_crawl_open(redis) -> None:
     assert set(a.parked) == {"h1"}
 
 
+def test_an_empty_shared_frontier_ends_a_crawl_only_after_a_grace(redis) -> None:
+    """Redis read empty once is not the end: the worker that completed the last page may
+    push its links with its next exchange.  The other worker counts work pending until the
+    frontier has read empty for ``FINISH_GRACE`` seconds; links pushed meanwhile start the
+    wait again."""
+    a, b = _frontier(redis, 6.0), _frontier(redis, 6.0)
+    for f in (a, b):
+        f.open()
+    a.add([_entry("h1", 1)])
+    _exchange(a)
+    got = a.next(time.time())
+    assert got is not None
+    a.done(got, Outcome(200, 0.01), time.time())
+    a.complete([got.id])
+    _exchange(a)  # the page completed, its links not pushed yet
+    _exchange(b)
+    assert b.shared_pending == 0 and b.pending() == 1  # not the end yet
+    a.add([_entry("h2", 1)])  # its links arrive
+    _exchange(a)
+    _exchange(b)
+    assert b.shared_pending == 1 and b.sync.empty_since is None
+    got = a.next(time.time())
+    assert got is not None
+    a.done(got, Outcome(200, 0.01), time.time())
+    a.complete([got.id])
+    _exchange(a)
+    _exchange(b)
+    assert b.pending() == 1
+    b.sync.empty_since = time.monotonic() - b.FINISH_GRACE  # the grace has passed
+    assert b.pending() == 0
+
+
 def test_a_restarted_redis_is_noticed_and_trusted_with_nothing_from_before(
         tmp_path: Path) -> None:
     """A Redis of the test's own restarts (here with nothing kept, the worst case): the next

@@ -102,6 +102,13 @@ class EngineHandle:
         slot = self._slot()
         return None if slot is None else slot.inprogress
 
+    def scraping(self) -> int:
+        """Responses in Scrapy's scraper (their spider output not all out yet): 0 without
+        an engine."""
+        engine = engine_of(self.crawler)
+        slot = getattr(getattr(engine, "scraper", None), "slot", None)
+        return 0 if slot is None else len(slot.active)
+
     def send(self, signal: object, **kwargs: Any) -> None:
         """Send one of the pack's signals to the crawl (nothing without a crawler)."""
         if self.crawler is not None:

@@ -171,6 +171,9 @@ def scheduler_options(settings: Any) -> SchedulerOptions:
         # in flight, which paces the full garbage collections
         track_requests=settings.getbool("MEMDEBUG_ENABLED"),
         jobdir=jobdir,
+        unscored_max=get("CRAWLER_EXT_FOCUS_MAX_UNSCORED")
+        if config.focus_enabled(settings) and get("CRAWLER_EXT_FOCUS_MAX_UNSCORED") >= 0
+        else None,
         slot_delays={key: float(conf.get("delay") or 0) for key, conf in slots.items()
                      if isinstance(conf, dict) and conf.get("delay")})
 

@@ -49,6 +49,9 @@ class SchedulerOptions:
     dns_prefetch: bool = False  # CRAWLER_EXT_DNS_PREFETCH
     track_requests: bool = False  # MEMDEBUG_ENABLED: Scrapy's trackref sees stored requests
     jobdir: str | None = None  # JOBDIR
+    #: CRAWLER_EXT_FOCUS_MAX_UNSCORED of a focused crawl: responses in the scraper beyond
+    #: which dispatch waits (None: never)
+    unscored_max: int | None = None
     #: DOWNLOAD_SLOTS delays: their keys' floors
     slot_delays: dict[str, float] = field(default_factory=dict)
 

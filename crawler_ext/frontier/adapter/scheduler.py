@@ -212,6 +212,13 @@ class FrontierScheduler(BaseScheduler):
         parts = self.parts
         if parts.durability.frozen:  # a disk filled up: the crawl is closing, nothing goes out
             return None
+        unscored = self.options.unscored_max
+        if unscored is not None and parts.engine.scraping() > unscored:
+            # a focused crawl: the pages fetched are scored first, then the next link is
+            # chosen (the scraper's end wakes the engine)
+            if self.stats is not None:
+                self.stats.inc_value("focus/dispatch_held")
+            return None
         try:
             request = parts.dispatch.next(now)
         except STORAGE_ERRORS as exc:
