@@ -122,5 +122,11 @@ def test_sigint_stops_every_worker_cleanly(redis, testweb_factory, tmp_path: Pat
     assert proc.returncode == 0, out[-3000:]
     assert "SIGINT: stopping the workers" in out
     merged = json.loads((tmp_path / "logs" / "stats.json").read_text())
-    assert merged["workers/count"] == 2 and merged["finish_reason"] == "shutdown"
+    # (on failure: each worker's start, signal and close, as its log says)
+    story = [line for log in sorted((tmp_path / "logs").glob("worker-*.log"))
+             for line in [log.name, *log.read_text().splitlines()]
+             if line.startswith("worker-") or re.search(
+                 r"Spider opened|Received SIG|Closing spider|Crawled \d+ pages", line)]
+    assert merged["workers/count"] == 2 and merged["finish_reason"] == "shutdown", \
+        "\n".join(story)
     assert len(read_log(web.log_path)) < 40 * 31  # stopped before the end
