@@ -32,7 +32,8 @@ REAL = [("the pack, examples only", {}),
         ("the same, no exploration", {"CRAWLER_EXT_FOCUS_EXPLORATION": 0.0}),
         ("the same, 16 active hosts", {"CRAWLER_EXT_FOCUS_ACTIVE_HOSTS": 16}),
         ("the same, learning off", {"CRAWLER_EXT_FOCUS_LEARN": False}),
-        ("the same, tunnel depth 2", {"CRAWLER_EXT_FOCUS_TUNNEL_DEPTH": 2})]
+        ("the same, tunnel depth 2", {"CRAWLER_EXT_FOCUS_TUNNEL_DEPTH": 2}),
+        ("the same, dispatch not held for scores", {"CRAWLER_EXT_FOCUS_MAX_UNSCORED": -1})]
 
 
 def feature_rows(graph: Graph, classifier, budget: int) -> list[list]:
