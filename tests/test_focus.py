@@ -163,6 +163,18 @@ def test_bad_examples_stop_the_crawl_with_one_line(tmp_path: Path) -> None:
 
 
 
+def test_dispatch_waits_for_the_scores_but_never_for_long() -> None:
+    from crawler_ext.frontier.adapter.hold import DispatchHold
+
+    hold = DispatchHold(0, patience=10.0)
+    assert hold.verdict(0, 100.0) == "go"
+    assert hold.verdict(1, 100.0) == "hold" and hold.verdict(3, 109.0) == "hold"
+    # a page whose processing hangs: one dispatch goes, then the wait starts again
+    assert hold.verdict(1, 110.0) == "expired" and hold.verdict(1, 110.1) == "hold"
+    assert hold.verdict(0, 111.0) == "go" and hold.verdict(1, 125.0) == "hold"
+    assert DispatchHold(2).verdict(2, 0.0) == "go"
+
+
 @pytest.mark.slow
 def test_learned_link_scores_take_over_where_they_rank_better_and_cost_no_harvest(
         tmp_path: Path) -> None:

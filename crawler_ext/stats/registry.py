@@ -137,6 +137,9 @@ STATS: list[Stat] = [
     Stat(("focus/dispatch_held",),
          "dispatches a focused crawl held while more fetched pages than "
          "CRAWLER_EXT_FOCUS_MAX_UNSCORED waited for their scores"),
+    Stat(("focus/dispatch_hold_expired",),
+         "dispatches that went after a hold of 10 s in a row (a page whose processing hangs "
+         "slows a focused crawl, never stops it)"),
     Stat(("focus/dropped/tunnel",),
          "links dropped because their page ended an off-topic branch deeper than "
          "CRAWLER_EXT_FOCUS_TUNNEL_DEPTH"),

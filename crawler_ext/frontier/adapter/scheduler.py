@@ -27,6 +27,7 @@ from crawler_ext.config.scrapyside import use_bundled_public_suffix_list
 from crawler_ext.frontier.adapter.checks import check_settings
 from crawler_ext.frontier.adapter.durability import STORAGE_ERRORS
 from crawler_ext.frontier.adapter.factory import scheduler_build
+from crawler_ext.frontier.adapter.hold import DispatchHold
 from crawler_ext.frontier.adapter.robotsgate import allow_all
 from crawler_ext.frontier.adapter.roles import Policies, SchedulerOptions, Stores
 from crawler_ext.frontier.adapter.wiring import Parts
@@ -83,6 +84,8 @@ class FrontierScheduler(BaseScheduler):
         self.stats = parts.port.stats
         self.options = parts.options
         self._loops: list[Any] = []
+        unscored = parts.options.unscored_max
+        self._hold = DispatchHold(unscored) if unscored is not None else None
 
     @property
     def spider(self) -> Spider | None:
@@ -212,13 +215,13 @@ class FrontierScheduler(BaseScheduler):
         parts = self.parts
         if parts.durability.frozen:  # a disk filled up: the crawl is closing, nothing goes out
             return None
-        unscored = self.options.unscored_max
-        if unscored is not None and parts.engine.scraping() > unscored:
-            # a focused crawl: the pages fetched are scored first, then the next link is
-            # chosen (the scraper's end wakes the engine)
-            if self.stats is not None:
-                self.stats.inc_value("focus/dispatch_held")
-            return None
+        if self._hold is not None:  # a focused crawl: the pages fetched are scored first
+            verdict = self._hold.verdict(parts.engine.scraping(), now)
+            if verdict != "go" and self.stats is not None:
+                self.stats.inc_value("focus/dispatch_held" if verdict == "hold" else
+                                     "focus/dispatch_hold_expired")
+            if verdict == "hold":
+                return None
         try:
             request = parts.dispatch.next(now)
         except STORAGE_ERRORS as exc:
