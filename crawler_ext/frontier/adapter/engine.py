@@ -33,6 +33,7 @@ class EngineHandle:
         self.crawler = crawler
         self._call: Any = None  # the armed wake-up
         self._due: float | None = None  # when it fires (time.time())
+        self._arrived: set[Any] = set()  # responses out of the download handler (unscored)
 
     def _slot(self) -> Any:
         return getattr(engine_of(self.crawler), "_slot", None)
@@ -102,12 +103,34 @@ class EngineHandle:
         slot = self._slot()
         return None if slot is None else slot.inprogress
 
-    def scraping(self) -> int:
-        """Responses in Scrapy's scraper (their spider output not all out yet): 0 without
-        an engine."""
+    def count_arrivals(self) -> None:
+        """Keep the requests whose responses came out of the download handler, for
+        :meth:`unscored` (nothing without a crawler)."""
+        if self.crawler is None:
+            return
+        from scrapy import signals
+
+        self.crawler.signals.connect(self._arrival, signal=signals.response_downloaded)
+
+    def _arrival(self, response: Any, request: Any, spider: Any = None) -> None:
+        self._arrived.add(request)
+
+    def unscored(self) -> int:
+        """Responses fetched and not yet through the spider: in the downloader middlewares
+        (the content processors, which score a page's relevance) or in Scrapy's scraper
+        (the link scores).  0 without an engine."""
         engine = engine_of(self.crawler)
-        slot = getattr(getattr(engine, "scraper", None), "slot", None)
-        return 0 if slot is None else len(slot.active)
+        if engine is None:
+            return 0
+        arrived = self._arrived
+        waiting = 0
+        if arrived:
+            active = engine.downloader.active
+            for request in [r for r in arrived if r not in active]:  # (left the downloader)
+                arrived.discard(request)
+            waiting = len(arrived)
+        slot = getattr(engine.scraper, "slot", None)
+        return waiting + (0 if slot is None else len(slot.active))
 
     def send(self, signal: object, **kwargs: Any) -> None:
         """Send one of the pack's signals to the crawl (nothing without a crawler)."""

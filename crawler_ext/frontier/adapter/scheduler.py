@@ -113,6 +113,8 @@ class FrontierScheduler(BaseScheduler):
         parts = self.parts
         self.spider = spider
         parts.engine.check()
+        if self._hold is not None:
+            parts.engine.count_arrivals()
         result = parts.durability.open(parts.counts.inc)
         parts.learning.load()
         parts.control_book.open(self.options.slot_delays)
@@ -216,7 +218,7 @@ class FrontierScheduler(BaseScheduler):
         if parts.durability.frozen:  # a disk filled up: the crawl is closing, nothing goes out
             return None
         if self._hold is not None:  # a focused crawl: the pages fetched are scored first
-            verdict = self._hold.verdict(parts.engine.scraping(), now)
+            verdict = self._hold.verdict(parts.engine.unscored(), now)
             if verdict != "go" and self.stats is not None:
                 self.stats.inc_value("focus/dispatch_held" if verdict == "hold" else
                                      "focus/dispatch_hold_expired")
