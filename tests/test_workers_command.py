@@ -104,6 +104,30 @@ def test_two_workers_fetch_every_page_once_and_stay_polite(redis, testweb_factor
 
 
 @pytest.mark.slow
+def test_sigint_before_the_workers_run_still_stops_them_cleanly(redis, testweb_factory,
+                                                                tmp_path: Path) -> None:
+    """Ctrl-C at once: a worker still importing or opening its spider would die of the
+    interpreter's KeyboardInterrupt or end with no finish reason; the command holds the
+    signal until each worker's crawl runs (its stats file's ``.running`` marker)."""
+    web = testweb_factory(hosts=40, pages=30, hazards=False)
+    proc = subprocess.Popen(workers_command(web, tmp_path, 2), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        assert "2 workers of" in proc.stdout.readline()  # started, nothing crawled yet
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out[-3000:]
+    merged = json.loads((tmp_path / "logs" / "stats.json").read_text())
+    assert merged["workers/count"] == 2 and merged["finish_reason"] == "shutdown", merged
+    assert not list((tmp_path / "logs").glob("*.running"))
+    assert len(read_log(web.log_path)) < 40 * 31  # stopped before the end
+
+
+@pytest.mark.slow
 def test_sigint_stops_every_worker_cleanly(redis, testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=40, pages=30, hazards=False)
     proc = subprocess.Popen(workers_command(web, tmp_path, 2), stdout=subprocess.PIPE,

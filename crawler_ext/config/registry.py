@@ -303,7 +303,8 @@ _SPECS = [
     Setting("CRAWLER_EXT_SITEMAPS_MAX_URLS", 50_000, number(int, 1),
             "Most URLs taken from one sitemap (the protocol's limit: 50,000)."),
     Setting("CRAWLER_EXT_STATS_FILE", None, optional_str,
-            "Write the final crawl stats as JSON to this file (the StatsFile extension)."),
+            "Write the final crawl stats as JSON to this file (the StatsFile extension); "
+            "<file>.running exists while the engine runs."),
     Setting("CRAWLER_EXT_STRATEGY", "default", strategy_name,
             "The crawling strategy, which orders the crawl: a short name (default: host rank, "
             "page importance by OPIC and depth, learned demotion, the refresh share) or the "

@@ -2,7 +2,10 @@
 
 Benchmarks, tests and batch jobs read a crawl's figures from there instead of scraping logs.
 It is written when the engine has stopped: after every ``spider_closed`` receiver, those that
-finish their work asynchronously included (the event stream's last deliveries).
+finish their work asynchronously included (the event stream's last deliveries).  While the
+engine runs, ``<path>.running`` exists (written once the engine runs, removed with the stats
+written): a process that starts crawls, as ``python -m crawler_ext.workers`` does, knows
+from it that a crawl can take a shutdown signal and end with a finish reason.
 """
 
 from __future__ import annotations
@@ -34,7 +37,21 @@ class StatsFile:
         ext = cls(path, crawler.stats)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext.engine_stopped, signal=signals.engine_stopped)
+        crawler.signals.connect(ext.engine_started, signal=signals.engine_started)
         return ext
+
+    @property
+    def running_marker(self) -> Path:
+        return self.path.with_name(self.path.name + ".running")
+
+    def engine_started(self) -> None:
+        from scrapy.utils.asyncio import call_later
+
+        call_later(0, self._mark_running)  # (the engine is running from its next turn)
+
+    def _mark_running(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.running_marker.touch()
 
     def spider_closed(self, spider: Any, reason: str) -> None:
         self.reason = reason
@@ -47,3 +64,4 @@ class StatsFile:
         data["finish_reason"] = self.reason
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+        self.running_marker.unlink(missing_ok=True)

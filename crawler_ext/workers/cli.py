@@ -9,8 +9,9 @@ environment's ``REDIS_URL``, else ``redis://127.0.0.1:6379``), its keys named af
 (``CRAWLER_EXT_REDIS_KEY=<crawl>:frontier``; ``--crawl``, by default the spider's name): the
 workers share one seen set and one politeness, a host leased by one worker at a time.  A
 worker's log goes to ``<log dir>/worker-<n>.log``; the terminal shows one merged progress
-line every ``--progress`` seconds.  SIGINT or SIGTERM is forwarded to every worker once (a
-second one forces them, as Scrapy's own second Ctrl-C does); when they are all done their
+line every ``--progress`` seconds.  SIGINT or SIGTERM is forwarded to every worker once, to
+a worker still starting as soon as its crawl runs (a second one forces them all at once, as
+Scrapy's own second Ctrl-C does); when they are all done their
 stats are merged into ``<log dir>/stats.json``.  Exit status: 0 when every worker exited 0;
 1 when one failed (named, with its log); 2 for bad arguments or a Redis that does not answer
 (one line, nothing started).  Run it again with the same ``--crawl`` to resume the crawl from
@@ -89,8 +90,8 @@ def worker_command(args: list[str], n: int, redis_url: str, crawl: str, log_dir:
 
 
 class _Worker:
-    def __init__(self, n: int, command: list[str], log: Path) -> None:
-        self.n, self.log = n, log
+    def __init__(self, n: int, command: list[str], log: Path, stats: Path) -> None:
+        self.n, self.log, self.stats = n, log, stats
         with log.open("ab") as out:  # (the child keeps its own descriptor)
             # a session of its own: a terminal's Ctrl-C reaches this process only, which
             # forwards it once (twice would force the worker to stop at once)
@@ -98,6 +99,34 @@ class _Worker:
                                             stdin=subprocess.DEVNULL, start_new_session=True)
         self._read = 0
         self.pages = 0
+        self.held: int | None = None  # a signal to send once it is up
+        self._up = False
+
+    @property
+    def up(self) -> bool:
+        """Whether its crawl's engine runs (its stats file's ``.running`` marker, or the stats
+        themselves).  A shutdown signal sent before then is lost or half-handled: the
+        interpreter's KeyboardInterrupt while it starts, or Scrapy's stop of a crawl whose
+        engine is not running yet, which ends the process with no finish reason."""
+        if not self._up:
+            self._up = self.stats.with_name(self.stats.name + ".running").exists() or \
+                self.stats.exists()
+        return self._up
+
+    def signal(self, signum: int, force: bool) -> None:
+        """Send ``signum`` now if it is up (or ``force``), else once it is."""
+        if self.process.poll() is not None:
+            return
+        if force or self.up:
+            self.held = None
+            self.process.send_signal(signum)
+        else:
+            self.held = signum
+
+    def send_held(self) -> None:
+        """The signal held for it, if it is up now."""
+        if self.held is not None and self.process.poll() is None and self.up:
+            self.signal(self.held, True)
 
     def poll_pages(self) -> int:
         """The pages its log says it fetched so far (its latest LogStats line)."""
@@ -131,10 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     log_dir = opts.log_dir or Path("crawler_ext-workers") / crawl
     log_dir.mkdir(parents=True, exist_ok=True)
-    for old in log_dir.glob("stats-*.json"):  # (a run before this one)
+    for old in log_dir.glob("stats-*.json*"):  # (a run before this one, and its markers)
         old.unlink()
     workers = [_Worker(n, worker_command(args, n, opts.redis_url, crawl, log_dir, opts.cluster,
-                                         opts.progress), log_dir / f"worker-{n}.log")
+                                         opts.progress), log_dir / f"worker-{n}.log",
+                       log_dir / f"stats-{n}.json")
                for n in range(opts.workers)]
     print(f"crawler_ext.workers: {len(workers)} workers of `scrapy {' '.join(args)}` on "
           f"{opts.redis_url} (keys {crawl}:frontier); logs in {log_dir}", flush=True)
@@ -144,9 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         stopping.append(signum)
         print(f"crawler_ext.workers: {signal.Signals(signum).name}: stopping the workers"
               f"{' at once' if len(stopping) > 1 else ''}", flush=True)
-        for worker in workers:
-            if worker.process.poll() is None:
-                worker.process.send_signal(signum)
+        for worker in workers:  # (the second one forces them, up or not)
+            worker.signal(signum, force=len(stopping) > 1)
 
     old_handlers = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     started = last = time.monotonic()
@@ -154,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while any(w.process.poll() is None for w in workers):
             time.sleep(0.2)
+            for worker in workers:
+                worker.send_held()
             now = time.monotonic()
             if now - last >= opts.progress:
                 pages = sum(w.poll_pages() for w in workers)
