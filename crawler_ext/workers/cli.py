@@ -100,6 +100,7 @@ class _Worker:
         self._read = 0
         self.pages = 0
         self.held: int | None = None  # a signal to send once it is up
+        self.told = False  # a signal was sent or held for it
         self._up = False
 
     @property
@@ -117,6 +118,7 @@ class _Worker:
         """Send ``signum`` now if it is up (or ``force``), else once it is."""
         if self.process.poll() is not None:
             return
+        self.told = True
         if force or self.up:
             self.held = None
             self.process.send_signal(signum)
@@ -162,12 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     for old in log_dir.glob("stats-*.json*"):  # (a run before this one, and its markers)
         old.unlink()
-    workers = [_Worker(n, worker_command(args, n, opts.redis_url, crawl, log_dir, opts.cluster,
-                                         opts.progress), log_dir / f"worker-{n}.log",
-                       log_dir / f"stats-{n}.json")
-               for n in range(opts.workers)]
-    print(f"crawler_ext.workers: {len(workers)} workers of `scrapy {' '.join(args)}` on "
-          f"{opts.redis_url} (keys {crawl}:frontier); logs in {log_dir}", flush=True)
+    workers: list[_Worker] = []
     stopping: list[int] = []
 
     def forward(signum: int, frame: Any) -> None:
@@ -177,7 +174,17 @@ def main(argv: list[str] | None = None) -> int:
         for worker in workers:  # (the second one forces them, up or not)
             worker.signal(signum, force=len(stopping) > 1)
 
+    # (before the first worker starts: a signal from then on is never lost, nor the
+    # interpreter's KeyboardInterrupt here)
     old_handlers = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for n in range(opts.workers):
+        workers.append(_Worker(n, worker_command(args, n, opts.redis_url, crawl, log_dir,
+                                                 opts.cluster, opts.progress),
+                               log_dir / f"worker-{n}.log", log_dir / f"stats-{n}.json"))
+        if stopping and not workers[-1].told:  # (a signal came while the others started)
+            workers[-1].signal(stopping[-1], force=len(stopping) > 1)
+    print(f"crawler_ext.workers: {len(workers)} workers of `scrapy {' '.join(args)}` on "
+          f"{opts.redis_url} (keys {crawl}:frontier); logs in {log_dir}", flush=True)
     started = last = time.monotonic()
     last_pages = 0
     try:
