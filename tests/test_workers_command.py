@@ -113,9 +113,12 @@ def test_sigint_before_the_workers_run_still_stops_them_cleanly(redis, testweb_f
     # started with SIGINT ignored, as a shell starts a background job (and as a test runner
     # left it once a crawl in its process had been stopped): a process inherits that, so a
     # signal that comes before a handler is installed is lost, not raised
-    proc = subprocess.Popen(workers_command(web, tmp_path, 2), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)  # (what the child inherits)
+    try:
+        proc = subprocess.Popen(workers_command(web, tmp_path, 2), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    finally:
+        signal.signal(signal.SIGINT, handler)
     try:
         assert proc.stdout is not None
         assert "2 workers of" in proc.stdout.readline()  # started, nothing crawled yet
