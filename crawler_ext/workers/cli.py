@@ -106,9 +106,10 @@ class _Worker:
     @property
     def up(self) -> bool:
         """Whether its crawl's engine runs (its stats file's ``.running`` marker, or the stats
-        themselves).  A shutdown signal sent before then is lost or half-handled: the
-        interpreter's KeyboardInterrupt while it starts, or Scrapy's stop of a crawl whose
-        engine is not running yet, which ends the process with no finish reason."""
+        themselves).  A shutdown signal sent before then is lost or half-handled: dropped when
+        SIGINT came ignored from the parent (a background job), else the interpreter's
+        KeyboardInterrupt while it starts, or Scrapy's stop of a crawl whose engine is not
+        running yet, which ends the process with no finish reason."""
         if not self._up:
             self._up = self.stats.with_name(self.stats.name + ".running").exists() or \
                 self.stats.exists()
