@@ -103,16 +103,8 @@ class EngineHandle:
         slot = self._slot()
         return None if slot is None else slot.inprogress
 
-    def count_arrivals(self) -> None:
-        """Keep the requests whose responses came out of the download handler, for
-        :meth:`unscored` (nothing without a crawler)."""
-        if self.crawler is None:
-            return
-        from scrapy import signals
-
-        self.crawler.signals.connect(self._arrival, signal=signals.response_downloaded)
-
-    def _arrival(self, response: Any, request: Any, spider: Any = None) -> None:
+    def arrived(self, request: Any) -> None:
+        """``request``'s response came out of the download handler (for :meth:`unscored`)."""
         self._arrived.add(request)
 
     def unscored(self) -> int:

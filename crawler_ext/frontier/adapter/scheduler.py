@@ -113,8 +113,6 @@ class FrontierScheduler(BaseScheduler):
         parts = self.parts
         self.spider = spider
         parts.engine.check()
-        if self._hold is not None:
-            parts.engine.count_arrivals()
         result = parts.durability.open(parts.counts.inc)
         parts.learning.load()
         parts.control_book.open(self.options.slot_delays)
@@ -173,6 +171,8 @@ class FrontierScheduler(BaseScheduler):
 
     def _response_downloaded(self, response: Any, request: Request, **_: Any) -> None:
         self.parts.inflight.downloaded(response, request)
+        if self._hold is not None:  # (a focused crawl's page, to be scored)
+            self.parts.engine.arrived(request)
         if response.status >= 400 and not request.meta.get(ROBOTS_META):
             self.parts.learning.answered(response.url, response.status)  # trap evidence
 
