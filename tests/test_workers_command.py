@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -103,61 +104,68 @@ def test_two_workers_fetch_every_page_once_and_stay_polite(redis, testweb_factor
     assert redis.keys("web:frontier*") or redis.keys("{web:frontier*")  # the crawl's keys
 
 
-@pytest.mark.slow
-def test_sigint_before_the_workers_run_still_stops_them_cleanly(redis, testweb_factory,
-                                                                tmp_path: Path) -> None:
-    """Ctrl-C at once: a worker still importing or opening its spider would die of the
-    interpreter's KeyboardInterrupt or end with no finish reason; the command holds the
-    signal until each worker's crawl runs (its stats file's ``.running`` marker)."""
-    web = testweb_factory(hosts=40, pages=30, hazards=False)
-    # started with SIGINT ignored, as a shell starts a background job (and as a test runner
-    # left it once a crawl in its process had been stopped): a process inherits that, so a
-    # signal that comes before a handler is installed is lost, not raised
-    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)  # (what the child inherits)
+def _interrupted(web, tmp_path: Path, ready: Callable[[str], bool],
+                 sigint_ignored: bool = False) -> tuple[int, str, dict, str]:
+    """Run the command on ``web`` with two workers, send it SIGINT at the first line of its
+    output that is ``ready``; its exit code, output, merged stats and, for a failure's
+    message, each worker's start, signal and close as its log says."""
+    # (a process started with SIGINT ignored passes that on)
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if sigint_ignored else None
     try:
         proc = subprocess.Popen(workers_command(web, tmp_path, 2), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     finally:
-        signal.signal(signal.SIGINT, handler)
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
     try:
         assert proc.stdout is not None
-        assert "2 workers of" in proc.stdout.readline()  # started, nothing crawled yet
+        for line in proc.stdout:
+            if ready(line):
+                break
+        else:
+            pytest.fail("the command ended before the line to interrupt it at")
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, out[-3000:]
-    merged = json.loads((tmp_path / "logs" / "stats.json").read_text())
-    assert merged["workers/count"] == 2 and merged["finish_reason"] == "shutdown", merged
+    logs = tmp_path / "logs"
+    merged = json.loads((logs / "stats.json").read_text())
+    story = "\n".join(line for log in sorted(logs.glob("worker-*.log"))
+                      for line in [log.name, *log.read_text().splitlines()]
+                      if line.startswith("worker-") or re.search(
+                          r"Spider opened|Received SIG|Closing spider|Crawled \d+ pages", line))
+    return proc.returncode, out, merged, story
+
+
+@pytest.mark.slow
+def test_sigint_before_the_workers_run_still_stops_them_cleanly(redis, testweb_factory,
+                                                                tmp_path: Path) -> None:
+    """Ctrl-C at once: a worker still importing or opening its spider would drop the signal
+    (started with SIGINT ignored, as a shell starts a background job), die of the
+    interpreter's KeyboardInterrupt or end with no finish reason; the command holds the
+    signal until each worker's crawl runs (its stats file's ``.running`` marker)."""
+    web = testweb_factory(hosts=40, pages=30, hazards=False)
+    code, out, merged, story = _interrupted(
+        web, tmp_path, lambda line: "2 workers of" in line,  # started, nothing crawled yet
+        sigint_ignored=True)
+    assert code == 0, out[-3000:]
+    assert merged["workers/count"] == 2 and merged["finish_reason"] == "shutdown", story
     assert not list((tmp_path / "logs").glob("*.running"))
     assert len(read_log(web.log_path)) < 40 * 31  # stopped before the end
+
+
+def _crawling(line: str) -> bool:
+    """A progress line with pages fetched: the workers crawl."""
+    match = re.search(r"running, ([\d,]+) pages", line)
+    return bool(match) and int(match.group(1).replace(",", "")) > 0
 
 
 @pytest.mark.slow
 def test_sigint_stops_every_worker_cleanly(redis, testweb_factory, tmp_path: Path) -> None:
     web = testweb_factory(hosts=40, pages=30, hazards=False)
-    proc = subprocess.Popen(workers_command(web, tmp_path, 2), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:  # a progress line with pages fetched: the workers crawl
-            match = re.search(r"running, ([\d,]+) pages", line)
-            if match and int(match.group(1).replace(",", "")) > 0:
-                break
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, out[-3000:]
+    code, out, merged, story = _interrupted(web, tmp_path, _crawling)
+    assert code == 0, out[-3000:]
     assert "SIGINT: stopping the workers" in out
-    merged = json.loads((tmp_path / "logs" / "stats.json").read_text())
-    # (on failure: each worker's start, signal and close, as its log says)
-    story = [line for log in sorted((tmp_path / "logs").glob("worker-*.log"))
-             for line in [log.name, *log.read_text().splitlines()]
-             if line.startswith("worker-") or re.search(
-                 r"Spider opened|Received SIG|Closing spider|Crawled \d+ pages", line)]
-    assert merged["workers/count"] == 2 and merged["finish_reason"] == "shutdown", \
-        "\n".join(story)
+    assert merged["workers/count"] == 2 and merged["finish_reason"] == "shutdown", story
     assert len(read_log(web.log_path)) < 40 * 31  # stopped before the end
