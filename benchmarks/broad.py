@@ -108,7 +108,8 @@ class LagProbe:
 
 
 def _run(kind: str, server: BroadWebServer, concurrency: int, duration: int,
-         workdir: Path) -> dict[str, Any]:
+         workdir: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One crawl (``extra``: settings over the pack's or stock's)."""
     stats_file = workdir / "stats.json"
     extensions = {"crawler_ext.statsfile.StatsFile": 0, "benchmarks.broad.LagProbe": 0}
     if kind == "pack":
@@ -128,7 +129,7 @@ def _run(kind: str, server: BroadWebServer, concurrency: int, duration: int,
                f"seeds={server.seeds_path}"]
         cwd = workdir
     settings.update({"CLOSESPIDER_TIMEOUT": duration, "CRAWLER_EXT_STATS_FILE": str(stats_file),
-                     "EXTENSIONS": json.dumps(extensions)})
+                     "EXTENSIONS": json.dumps(extensions), **(extra or {})})
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

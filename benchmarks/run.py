@@ -4,7 +4,7 @@
                              [warc] [distributed] [realsites] [hostile] [engines] [scale50] [cpu]
                              [distributed_scale] [recrawl] [render] [dispatch] [outlinks]
                              [soak] [fuzz] [processors] [focus] [control] [outputs]
-                             [nemesis] [broad] [broad_workers] [capacity] [--quick]
+                             [nemesis] [broad] [broad_workers] [broad_memory] [capacity] [--quick]
 
 Every figure is measured here, side by side, and printed as a table of ratios; the machine's
 noise affects all rows of one table alike.  Crawls run the reference `web` spider in a
@@ -52,6 +52,7 @@ BENCHES = {
     "nemesis": ("nemesis", "bench_nemesis"),
     "broad": ("broad", "bench_broad"),
     "broad_workers": ("broad", "bench_broad_workers"),
+    "broad_memory": ("broadmem", "bench_broad_memory"),
     "capacity": ("capacity", "bench_capacity"),
 }
 #: measurements run in a process of their own (``harness.in_child``): module, function

@@ -43,6 +43,7 @@ _SETTINGS = {
     "SCHEDULER": SCHEDULER,
     "DUPEFILTER_CLASS": "crawler_ext.dupefilter.BloomDupeFilter",
     "TWISTED_DNS_RESOLVER": "crawler_ext.dns.CachingResolver",
+    "DOWNLOADER": "crawler_ext.hosts.slots.IdleSlotDownloader",
     "DOWNLOAD_DELAY": 0,
     "AUTOTHROTTLE_ENABLED": False,
     # Scrapy starts CONCURRENT_ITEMS asyncio tasks for the output of every response (100 by

@@ -1,6 +1,8 @@
-"""Idle kept-alive connections close after ``CRAWLER_EXT_KEEPALIVE_TIMEOUT``: a real crawl of
-one host whose politeness delay is longer than the timeout opens a connection a request; with
-Twisted's 240 s it reuses one.  The server counts the connections it accepted."""
+"""Idle kept-alive connections close after ``CRAWLER_EXT_KEEPALIVE_TIMEOUT``, and Scrapy's
+downloader drops an idle host's slot after ``CRAWLER_EXT_DOWNLOADER_SLOT_IDLE``: a real crawl of
+one host whose politeness delay is longer than both opens a connection and makes a slot a
+request; with Twisted's 240 s and the 10 s default it reuses one of each.  The server counts
+the connections it accepted; the stats, the slots dropped."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ class Counting(BaseHTTPRequestHandler):
 
 
 @pytest.mark.parametrize("timeout, fresh", [(0.2, True), (None, False)])
-def test_idle_connections_close_after_the_keepalive_timeout(
+def test_idle_connections_and_slots_go_after_their_timeouts(
         tmp_path: Path, timeout: float | None, fresh: bool) -> None:
     Counting.connections = Counting.requests = 0
     server = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
@@ -59,19 +61,24 @@ def test_idle_connections_close_after_the_keepalive_timeout(
     settings = {"CRAWLER_EXT_POLITENESS_MIN_DELAY": 0.8, "CLOSESPIDER_TIMEOUT": 60}
     if timeout is not None:
         settings["CRAWLER_EXT_KEEPALIVE_TIMEOUT"] = timeout
+        settings["CRAWLER_EXT_DOWNLOADER_SLOT_IDLE"] = timeout
     try:
         result = run_crawl("-a", f"seeds=http://127.0.0.1:{server.server_port}/",
                            items_path=tmp_path / "items.jsonl", settings=settings, timeout=120)
     finally:
         server.shutdown()
         server.server_close()
+    dropped = result.stats.get("hosts/downloader_slots_dropped", 0)
     assert result.returncode == 0, result.output[-3000:]
     assert len(result.items) == 4, result.output[-3000:]
     assert Counting.requests == 5  # robots.txt and the four pages
     if fresh:  # each request after a pause longer than the timeout: a new connection
         assert Counting.connections == Counting.requests
+        assert dropped >= Counting.requests - 2, result.stats  # (a sweep may miss a pause)
     else:
         assert Counting.connections <= 2
+        assert dropped == 0, result.stats
+    assert result.stats.get("hosts/downloader_slots_max", 1) == 1
 
 
 def test_the_addon_sets_the_handler_unless_the_project_chose_one() -> None:
@@ -83,8 +90,12 @@ def test_the_addon_sets_the_handler_unless_the_project_chose_one() -> None:
     Addon().update_settings(settings)
     assert settings["DOWNLOAD_HANDLERS"]["http"] == KEEPALIVE_HANDLER
     assert settings["DOWNLOAD_HANDLERS"]["https"] == KEEPALIVE_HANDLER
+    assert settings["DOWNLOADER"] == "crawler_ext.hosts.slots.IdleSlotDownloader"
     own = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
     settings = Settings({"DOWNLOAD_HANDLERS": {"http": own}}, priority="project")
     Addon().update_settings(settings)
     assert settings["DOWNLOAD_HANDLERS"]["http"] == own
     assert settings["DOWNLOAD_HANDLERS"]["https"] == KEEPALIVE_HANDLER
+    settings = Settings({"DOWNLOADER": "scrapy.core.downloader.Downloader"}, priority="project")
+    Addon().update_settings(settings)
+    assert settings["DOWNLOADER"] == "scrapy.core.downloader.Downloader"

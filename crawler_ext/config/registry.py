@@ -143,6 +143,9 @@ _SPECS = [
             "Resolve a host when its first URL is admitted, before its turn comes."),
     Setting("CRAWLER_EXT_DNS_SERVERS", [], dns_servers,
             "DNS servers (IP[:port]) of the caching resolver; default: those of /etc/resolv.conf."),
+    Setting("CRAWLER_EXT_DOWNLOADER_SLOT_IDLE", 10.0, number(float, 0.1),
+            "Seconds Scrapy's downloader keeps an idle host's slot (Scrapy's 60 s kept one "
+            "for every host a broad crawl met in the last minute)."),
     Setting("CRAWLER_EXT_FRONTIER_BACKEND", "memory", choice("memory", "disk", "sqlite", "redis"),
             "Frontier storage: memory, disk (out-of-core; the default under JOBDIR), sqlite "
             "(durable, every entry also in memory) or redis (distributed)."),

@@ -230,6 +230,9 @@ STATS: list[Stat] = [
     Stat(("warc/skipped_noindex", "directives/noindex_not_stored"),
          "noindex pages kept out of the WARC and the items (`CRAWLER_EXT_NOINDEX_STORE = "
          "False`)"),
+    Stat(("hosts/downloader_slots_max", "hosts/downloader_slots_dropped"),
+         "Scrapy downloader slots (one a host) held at most, seen at each sweep; slots "
+         "dropped idle (CRAWLER_EXT_DOWNLOADER_SLOT_IDLE)"),
     Stat(("dns/queries", "dns/cache_hits", "dns/negative_hits", "dns/coalesced"),
          "DNS queries sent; answers from the cache; cached negative answers; look-ups that "
          "joined a query in flight"),
