@@ -39,13 +39,16 @@ def _one(hosts: int, concurrency: int, pages: int, on_disk: bool) -> dict[str, A
     return figures
 
 
-def bench_broad_memory(quick: bool) -> None:
+def bench_broad_memory(quick: bool, runs: int | None = None,
+                       setups: tuple[bool, ...] = (False, True)) -> None:
+    """(``runs`` and ``setups`` narrow or widen it, e.g. ``bench_broad_memory(True, 3,
+    (True,))``: three runs of each size, the frontier on disk only.)"""
     small, large = (1_000, 4_000) if quick else (2_000, 10_000)
     pages = 6_000 if quick else 20_000
     concurrency = 100 if quick else 300
-    runs = 1 if quick else 2
+    runs = runs or (1 if quick else 2)
     rows = []
-    for on_disk in (False, True):
+    for on_disk in setups:
         results: dict[int, list[dict[str, Any]]] = {small: [], large: []}
         for r in range(runs):
             for hosts in ((small, large) if r % 2 == 0 else (large, small)):

@@ -7,7 +7,9 @@ delayed entries -- is a sorted key range of an ordered key-value engine
 
 In memory there are the counters, the host state of each key, and for each queue a head: its
 best entries, at most ``front_room`` / ``back_room`` / ``delay_room`` of them, read from disk
-in one scan when the head runs dry.  An entry's record is written once when it is admitted.
+in one scan when the head runs dry.  A back queue's head is small (4): a broad crawl holds one
+per host it knows, and a host is served one fetch per politeness delay (``docs/broad.md``
+has the memory measured per host).  An entry's record is written once when it is admitted.
 Routed to a back queue whose head has room for it, it stays a front record, behind the front
 queue's cursor (a scan never reads it again), until ``complete`` deletes it; it is moved to a
 back record (front -> back) only when it has to wait on disk: its back queue's head is full.
@@ -42,7 +44,7 @@ class DiskStore(KeyState):
     durable = True
 
     def __init__(self, directory: str | Path, bands: int, engine: KVEngine,
-                 front_room: int = 512, back_room: int = 16, delay_room: int = 256) -> None:
+                 front_room: int = 512, back_room: int = 4, delay_room: int = 256) -> None:
         self.directory = Path(directory)
         self.bands = bands
         self.kv = engine

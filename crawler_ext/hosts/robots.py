@@ -41,8 +41,8 @@ class Decision(Enum):
     GIVE_UP = "give_up"  # robots.txt kept failing: drop the URL
 
 
-@dataclass
-class OriginRobots:
+@dataclass(slots=True)
+class OriginRobots:  # (one per origin a crawl met: no __dict__)
     parser: Protego | None = None
     allow_all: bool = False
     disallow_all: bool = False

@@ -15,6 +15,7 @@ except for a redirect's target, unless the user set it on the request themselves
 from __future__ import annotations
 
 from collections.abc import Callable
+from sys import intern
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -235,7 +236,7 @@ class Intake:
         self.known[url] = fp
 
     def _admit(self, request: Request, canonical: str, fp: int, referer: str | None) -> None:
-        host = canonical_key(canonical)
+        host = intern(canonical_key(canonical))  # (one string a host, not one a queued URL)
         # a request Scrapy's downloader puts in a slot of its own (meta download_slot) is
         # paced as that slot: its key, whose DOWNLOAD_SLOTS delay is a floor
         slot = request.meta.get("download_slot")
