@@ -21,12 +21,25 @@ def test_most_specific_group_longest_match_and_crawl_delay() -> None:
     cache.fetching("http://e.com", 0)
     assert cache.decide("http://e.com/a", 0.1)[0] is Decision.WAIT
     state = cache.fetched("http://e.com", 200, ROBOTS, 1.0)
-    assert state.crawl_delay == 2.0 and state.sitemaps == ["http://e.com/sitemap.xml"]
+    assert state.crawl_delay == 2.0 and state.sitemaps == ("http://e.com/sitemap.xml",)
     assert cache.decide("http://e.com/a", 2)[0] is Decision.FETCH  # "*" group does not apply
     assert cache.decide("http://e.com/nocrawl/x", 2)[0] is Decision.DISALLOWED
     assert cache.decide("http://e.com/doc.pdf", 2)[0] is Decision.DISALLOWED
     assert cache.decide("http://e.com/doc.pdf?x=1", 2)[0] is Decision.FETCH  # "$" anchors
     assert cache.decide("http://e.com:8080/a", 2)[0] is Decision.NEED_ROBOTS  # another origin
+
+
+def test_origins_with_the_same_robots_txt_share_its_rules() -> None:
+    cache = RobotsCache(agent="crawler_ext")
+    a = cache.fetched("http://a.com", 200, ROBOTS, 1.0)
+    b = cache.fetched("http://b.com", 200, ROBOTS, 1.0)
+    c = cache.fetched("http://c.com", 200, ROBOTS + b"Disallow: /c/\n", 1.0)
+    assert a.parser is b.parser and c.parser is not a.parser  # one parsed copy of one body
+    for host in ("a", "b"):  # each still answered for its own URLs
+        assert cache.decide(f"http://{host}.com/nocrawl/x", 2)[0] is Decision.DISALLOWED
+        assert cache.decide(f"http://{host}.com/a", 2)[0] is Decision.FETCH
+    assert cache.decide("http://c.com/c/x", 2)[0] is Decision.FETCH  # ("*" group: not ours)
+    assert a.crawl_delay == b.crawl_delay == 2.0
 
 
 def test_4xx_allows_all_5xx_disallows_then_retries_then_gives_up() -> None:

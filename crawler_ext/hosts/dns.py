@@ -22,6 +22,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
+from sys import intern
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -94,7 +95,8 @@ class DnsCache:
         keep = self.negative_ttl if address is None else max(float(ttl or 0), self.min_ttl)
         if self.size <= 0 or keep <= 0:
             return 0.0
-        self._entries[name] = (address, self.clock() + keep)
+        # (names on shared hosting share an address: one string for it, not one a name)
+        self._entries[name] = (intern(address) if address else None, self.clock() + keep)
         self._entries.move_to_end(name)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)

@@ -14,15 +14,22 @@
 * Every answer is cached at most ``ttl`` seconds (24 h by default), then fetched again.
 
 Redirects (up to 5) are followed by the middleware that fetches robots.txt.
+
+Origins whose robots.txt reads the same byte for byte (a hosting provider's, a CMS's default)
+share one parsed copy (Protego does not change it as it answers): a broad crawl keeps one
+state a host, and the rules once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import urlsplit
 
 from protego import Protego
+
+from crawler_ext.recent import RecentMap
 
 __all__ = ["Decision", "OriginRobots", "RobotsCache", "origin_of"]
 
@@ -52,7 +59,7 @@ class OriginRobots:  # (one per origin a crawl met: no __dict__)
     fetching: bool = False
     fetching_since: float = 0.0
     crawl_delay: float | None = None
-    sitemaps: list[str] = field(default_factory=list)
+    sitemaps: tuple[str, ...] = ()
 
 
 class RobotsCache:
@@ -66,6 +73,8 @@ class RobotsCache:
         self.max_bytes = max_bytes
         self.fetch_timeout = fetch_timeout
         self.origins: dict[str, OriginRobots] = {}
+        # robots.txt bodies parsed lately, by digest: origins with the same body share them
+        self._parsed: RecentMap = RecentMap(4_096)
 
     def decide(self, url: str, now: float) -> tuple[Decision, float]:
         """What to do with ``url`` now; the float is the retry time for WAIT."""
@@ -126,7 +135,7 @@ class RobotsCache:
         state = self.origins.setdefault(origin, OriginRobots())
         state.fetching = False
         state.parser, state.allow_all, state.disallow_all = None, False, False
-        state.crawl_delay, state.sitemaps = None, []
+        state.crawl_delay, state.sitemaps = None, ()
         if status is None or status >= 500:
             state.failures += 1
             state.disallow_all = True
@@ -136,11 +145,18 @@ class RobotsCache:
         state.failures = 0
         state.expires = now + self.ttl
         if 200 <= status < 300:
-            text = body[:self.max_bytes].decode("utf-8", errors="replace")
-            state.parser = Protego.parse(text)
+            state.parser = self._parse(body[:self.max_bytes])
             delay = state.parser.crawl_delay(self.agent)
             state.crawl_delay = float(delay) if delay is not None else None
-            state.sitemaps = list(state.parser.sitemaps)
+            state.sitemaps = tuple(state.parser.sitemaps)
         else:  # 4xx (and 3xx left unresolved): no restrictions
             state.allow_all = True
         return state
+
+    def _parse(self, body: bytes) -> Protego:
+        digest = hashlib.blake2b(body, digest_size=16).digest()
+        parser = self._parsed.get(digest)
+        if parser is None:
+            parser = self._parsed[digest] = Protego.parse(
+                body.decode("utf-8", errors="replace"))
+        return parser

@@ -137,7 +137,7 @@ class RobotsGate:
         if state.sitemaps:
             self._inc("robots/sitemaps", len(state.sitemaps))
         if self._on_sitemaps is not None and status is not None and status < 500:
-            self._on_sitemaps(origin, state.sitemaps)  # (none listed: the site may have one)
+            self._on_sitemaps(origin, list(state.sitemaps))  # (none listed: the site may have one)
 
     def failed(self, failure: Any, status: int | None) -> None:
         """The errback of a robots.txt fetch; ``status``: what the response said, if any."""
