@@ -22,10 +22,10 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
-from sys import intern
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
