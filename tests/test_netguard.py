@@ -139,3 +139,42 @@ def test_the_connections_resolver_answers_the_pin_and_judges_every_other_answer(
     pins.pin("a.test", "127.0.0.1")
     pins.pin("b.test", "127.0.0.1")  # bounded: the oldest pins go, their names judged again
     assert pins.get("checked.test") is None and len(pins) == 2
+
+
+def test_a_new_connection_goes_straight_to_the_pin_or_the_standard_way() -> None:
+    """``DirectConnectionPool``: a pinned, allowed name connects to its pin (TLS kept around
+    it); a refused, forbidden or unpinned name, or an endpoint of another kind, goes through
+    Twisted's endpoint and the pinned resolver.  The real crawls under a rebinding DNS are in
+    tests/test_rebinding.py."""
+    from twisted.internet import reactor as real_reactor
+    from twisted.internet.endpoints import HostnameEndpoint, TCP4ClientEndpoint, wrapClientTLS
+
+    from crawler_ext.hosts.direct import DirectConnectionPool
+    from crawler_ext.hosts.pinning import AddressPins, PinnedNameResolver
+
+    pins = AddressPins()
+    guard = NetworkGuard(["127.0.0.1/32"])
+    pins.pin("checked.test", "127.0.0.1")
+    pins.pin("forbidden.test", "127.0.0.3")
+    pins.refuse("failed.test")
+
+    class Reactor:
+        nameResolver = PinnedNameResolver(None, pins, guard.allows)
+
+    pool = DirectConnectionPool(real_reactor)
+    pool._reactor = Reactor()
+
+    def endpoint(name: str) -> HostnameEndpoint:
+        return HostnameEndpoint(real_reactor, name.encode(), 8080, timeout=7,
+                                bindAddress=("127.0.0.9", 0))
+
+    direct = pool._direct(endpoint("checked.test"))
+    assert (direct._host, direct._port, direct._timeout, direct._bindAddress) == \
+        ("127.0.0.1", 8080, 7, ("127.0.0.9", 0))
+    tls = pool._direct(wrapClientTLS(object(), endpoint("Checked.test.")))
+    assert tls._wrappedEndpoint._host == "127.0.0.1"
+    for name in ("forbidden.test", "failed.test", "unpinned.test"):
+        assert pool._direct(endpoint(name)) is None, name
+    assert pool._direct(TCP4ClientEndpoint(real_reactor, "127.0.0.3", 80)) is None
+    Reactor.nameResolver = object()  # a resolver without the pins: the standard way
+    assert pool._direct(endpoint("checked.test")) is None

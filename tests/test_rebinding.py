@@ -132,6 +132,8 @@ def test_a_rebinding_or_failing_dns_never_reaches_a_forbidden_address(
     assert result.stat("netguard/lookup_failed") >= 1
     assert any(a["answer"] is None for a in attacker.answers())
     assert not any(host.endswith(".late.test") for host, _ in fetched)
+    if resolver != "reactorless":  # Twisted's connections went straight to the pins
+        assert result.stat("hosts/connections_direct") >= 1
 
 
 # -- the rendering pool: Chromium resolves nothing itself --------------------------------------

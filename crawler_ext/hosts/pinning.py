@@ -121,6 +121,13 @@ class PinnedNameResolver:
 
         return collect.done.addTimeout(timeout, reactor).addCallback(none_found)
 
+    def allowed_pin(self, name: str) -> str | None:
+        """The address ``name`` is pinned to if the guard allows it, else None (not pinned,
+        refused, or an address the guard no longer allows): where a connection may go
+        without resolving the name (:mod:`crawler_ext.hosts.direct`)."""
+        pinned = self.pins.get(name)
+        return pinned if pinned and self.allows(pinned) else None
+
     def resolveHostName(self, resolutionReceiver: Any, hostName: str, portNumber: int = 0,
                         addressTypes: Sequence[type] | None = None,
                         transportSemantics: str = "TCP") -> Any:
