@@ -233,6 +233,9 @@ STATS: list[Stat] = [
     Stat(("hosts/downloader_slots_max", "hosts/downloader_slots_dropped"),
          "Scrapy downloader slots (one a host) held at most, seen at each sweep; slots "
          "dropped idle (CRAWLER_EXT_DOWNLOADER_SLOT_IDLE)"),
+    Stat(("hosts/connections_direct", "hosts/connections_resolved"),
+         "new connections made straight to the address the SSRF guard pinned; new "
+         "connections that went through Twisted's endpoint and the pinned resolver"),
     Stat(("dns/queries", "dns/cache_hits", "dns/negative_hits", "dns/coalesced"),
          "DNS queries sent; answers from the cache; cached negative answers; look-ups that "
          "joined a query in flight"),
