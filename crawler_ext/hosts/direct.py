@@ -10,9 +10,9 @@ process's CPU (py-spy, ``benchmarks/run.py broad``; ``docs/broad.md``).
 is such a ``HostnameEndpoint`` (plain or inside TLS) and its name is pinned to an address the
 guard allows, connects a TCP endpoint to that address instead -- the address the pinned
 resolver would have given, with the same connect timeout and bind address, TLS still
-verified against the name.  Anything else (an unpinned or refused name, a proxy, an endpoint
-of another kind, another resolver installed) goes the standard way, through the pinned
-resolver and its checks.  Stats: ``hosts/connections_direct``, ``hosts/connections_resolved``.
+verified against the name.  Anything else (an unpinned, refused or forbidden name, an
+endpoint of another kind, another resolver installed) goes the standard way, through the
+pinned resolver and its checks; a proxy's connection is judged by the proxy's name alike.  Stats: ``hosts/connections_direct``, ``hosts/connections_resolved``.
 """
 
 from __future__ import annotations
