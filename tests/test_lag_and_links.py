@@ -125,3 +125,60 @@ def test_no_page_makes_the_spider_lose_its_item(html: str) -> None:
                             encoding="utf-8", request=Request(url))
     out = list(spider.parse(response))
     assert isinstance(out[0], dict) and out[0]["url"] == url
+
+
+_URL_CHARS = string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@/%?#[]|\\ \"<>^`{}\t\u00e9"
+_HOSTS = ["a.com", "x-y.org", "127.0.0.1", "127.1", "0x7f.1", "xn--bcher-kva.ch", "A.com", "a.",
+          "256.1.1.1", "01.2.3.4", "a" * 64 + ".com", "-a.com", "a.b.c9", "1a.b2", "a_b.c"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(["http", "https", "HTTP", "ftp"]), st.sampled_from(_HOSTS),
+       st.sampled_from(["", ":80", ":443", ":8080", ":0", ":65536", ":08", ":1"]),
+       st.text(_URL_CHARS + "/%2e.", max_size=16), st.sampled_from(["", "?", "#"]),
+       st.text(_URL_CHARS, max_size=8))
+def test_a_url_taken_verbatim_is_one_scrapy_would_leave_unchanged(
+        scheme: str, host: str, port: str, path: str, sep: str, rest: str) -> None:
+    """``is_safe_url`` lets the spider build a ``Request`` without Scrapy's quoting: it must
+    never say yes to a URL that ``safe_url_string`` would change."""
+    from w3lib.url import safe_url_string
+
+    from crawler_ext.processors.links import is_safe_url
+
+    url = f"{scheme}://{host}{port}/{path}{sep}{rest}"
+    if is_safe_url(url):
+        assert safe_url_string(url) == url
+
+
+def test_the_common_shapes_of_a_link_are_taken_verbatim() -> None:
+    from crawler_ext.processors.links import is_safe_url
+
+    for url in ("http://a.com/", "https://docs.example.org/en/3.12/library/os.html",
+                "http://127.0.0.1:8080/p/1?x=1&y=%20", "http://h1.broad.test/p/5",
+                "http://a.com/x'y/(1)", "https://a.com:443/"):
+        assert is_safe_url(url), url
+    for url in ("http://A.com/", "http://a.com", "http://a.com/?", "http://a.com/a/../b",
+                "http://a.com/x?q=a|b", "http://a.com/%zz", "http://u@a.com/", "http://a.com/é",
+                "http://127.1/", "http://a.com:99999/", "http://a.com/x#f"):
+        assert not is_safe_url(url), url
+
+
+def test_the_spider_builds_a_link_request_as_scrapy_would_and_keeps_its_callback() -> None:
+    """A safe link's request is built verbatim, an unsafe one quoted by Scrapy: the same
+    URLs either way, no ``verbatim_url`` left in the meta, and one callback object for all
+    (Scrapy's check of a callback's source is cached per object)."""
+    from scrapy.http import HtmlResponse, Request
+
+    from spiders.web import WebSpider
+
+    spider = WebSpider(seeds="http://e.com/")
+    spider.crawler = type("C", (), {"stats": None})()  # type: ignore[assignment]
+    spider.settings = {"CRAWLER_EXT_NOINDEX_STORE": True}  # type: ignore[assignment]
+    url = "http://e.com/p.html"
+    body = b'<html><body><a href="/ok?a=1">a</a><a href="/a b">b</a><a href="/\xc3\xa9">c</a>'
+    response = HtmlResponse(url, body=body, encoding="utf-8", request=Request(url))
+    requests = [r for r in spider.parse(response) if isinstance(r, Request)]
+    assert [r.url for r in requests] == ["http://e.com/ok?a=1", "http://e.com/a%20b",
+                                         "http://e.com/%C3%A9"]
+    assert all("verbatim_url" not in r.meta for r in requests)
+    assert len({id(r.callback) for r in requests}) == 1

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urljoin, urlsplit
 
-__all__ = ["MAX_LINK_LENGTH", "extract_links", "urls_in_text"]
+__all__ = ["MAX_LINK_LENGTH", "extract_links", "is_safe_url", "urls_in_text"]
 
 MAX_LINK_LENGTH = 16_384
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
@@ -14,6 +14,16 @@ _STRIPPED = re.compile(r"[\t\n\r]")  # browsers remove these anywhere in a URL (
 #: a URL written in text: http(s)://, then anything but space, quotes and angle brackets
 _TEXT_URL = re.compile(r"https?://[^\s<>\"'`{}|\\^\[\]]{1,2048}", re.IGNORECASE)
 _TRAILING = ".,;:!?)]}'\""  # sentence punctuation after a URL in prose
+#: a URL Scrapy's ``safe_url_string`` (w3lib: the WHATWG URL standard, then percent-encoding)
+#: returns unchanged, in the common shape: lower-case http(s), a lower-case name, an optional
+#: port, a path and a query of the characters it leaves alone, no fragment, no user info
+_SAFE = re.compile(
+    r"(https?)://([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*)"
+    r"(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*)(\?[A-Za-z0-9\-._~!$&()*+,;=:@/?%]+)?")
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9A-Fa-f]*")
+_DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
+                          r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")
 
 
 def extract_links(base: str, hrefs: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -62,3 +72,30 @@ def urls_in_text(text: str, limit: int = 10_000) -> list[str]:
             break
     links, _ = extract_links("", found)
     return links
+
+
+def is_safe_url(url: str) -> bool:
+    """Whether ``url`` is already in the form Scrapy gives a request's URL (w3lib's
+    ``safe_url_string`` would return it unchanged), so a ``Request`` may take it verbatim
+    (Scrapy's ``verbatim_url``) instead of parsing it again.  Conservative: False for anything
+    the standard would rewrite or that this check does not model -- upper case in the scheme
+    or the name, a dot segment, a stray ``%``, an IDNA (``xn--``) label, a name
+    that ends in a number but is not a plain dotted quad, user info, a fragment."""
+    match = _SAFE.fullmatch(url)
+    if match is None or len(url) > MAX_LINK_LENGTH:
+        return False
+    _scheme, host, port, path, query = match.groups()
+    if len(host) > 253 or "xn--" in host:
+        return False
+    if port is not None and int(port) > 65535:
+        return False
+    if _NUMERIC_LABEL.fullmatch(host.rpartition(".")[2]) and not _DOTTED_QUAD.fullmatch(host):
+        return False
+    if "%" in url and (_BAD_PERCENT.search(path) or (query and _BAD_PERCENT.search(query))
+                       or "%2e" in path.lower()):
+        return False
+    if "/." in path:
+        for segment in path.split("/"):
+            if segment in (".", ".."):
+                return False
+    return True
