@@ -118,8 +118,11 @@ class WebSpider(scrapy.Spider):
         return spider
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        for url in self.seeds:
-            yield scrapy.Request(url, callback=self._callback, dont_filter=False)
+        # each seed let go once its request is out: a broad crawl's seed list (a URL a host)
+        # is not held for the whole crawl
+        seeds, self.seeds = self.seeds[::-1], []
+        while seeds:
+            yield scrapy.Request(seeds.pop(), callback=self._callback, dont_filter=False)
 
     def parse(self, response: Response) -> Iterator[Any]:
         processed = response.meta.get(PROCESSED_META)  # the content processors' answer

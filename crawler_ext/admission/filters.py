@@ -30,6 +30,7 @@ import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from sys import intern
 
 from crawler_ext.admission.urls import InvalidURL, canonicalize, host_of
 from crawler_ext.hosts.guard import NetworkGuard
@@ -44,6 +45,8 @@ _DIGITS = re.compile(r"\d+")
 #: in one pass over a path: a whole id-like segment (6+ hex digits or dashes, a digit among
 #: them), else each run of digits (a segment of digits only is one run)
 _BLANKS = re.compile(r"(?<=/)(?=[^/]*\d)[0-9a-fA-F-]{6,}(?=/|\Z)|\d+")
+_ONE_EMPTY = 1 << 32  # an evidence count: pages empty or duplicate above bit 32 ...
+_DISTINCT = _ONE_EMPTY - 1  # ... distinct pages below it
 
 
 def url_pattern(canonical_url: str) -> str:
@@ -118,8 +121,10 @@ class Admission:
     _per_pattern: dict[str, int] = field(default_factory=dict)
     _chains: RecentMap = field(init=False)
     _last_pattern: tuple[str, str] = ("", "")
-    # (host, pattern) -> [pages empty or duplicate, distinct pages] among those fetched
-    _evidence: OrderedDict[tuple[str, str], list[int]] = field(default_factory=OrderedDict)
+    # "host pattern" (the string ``_per_pattern`` holds) -> pages empty or duplicate << 32 |
+    # distinct pages, among those fetched (one int, not a list and a tuple: a broad crawl
+    # keeps one or two for each of its many hosts)
+    _evidence: OrderedDict[str, int] = field(default_factory=OrderedDict)
     _trap_logged: set[str] = field(default_factory=set)
     # hosts with a pattern that has had trap evidence enough (a hint: is_trap decides)
     _trap_hosts: set[str] = field(default_factory=set)
@@ -181,17 +186,22 @@ class Admission:
     def note_content(self, url: str, trap_like: bool) -> None:
         """A fetched page of ``url``'s pattern was empty or a duplicate (``trap_like``), or
         a distinct page: the evidence the pattern rules need before they cut."""
-        key = (host_of(url), url_pattern(url))
-        counts = self._evidence.get(key)
-        if counts is None:
-            counts = self._evidence[key] = [0, 0]
-            if len(self._evidence) > self.rules.evidence_memory:
-                self._evidence.popitem(last=False)
-        counts[0 if trap_like else 1] += 1
+        host, pattern = host_of(url), url_pattern(url)
+        key = intern(f"{host} {pattern}")
+        evidence = self._evidence
+        counts = evidence.get(key, 0)
+        if trap_like:
+            counts += _ONE_EMPTY
+        elif counts & _DISTINCT != _DISTINCT:
+            counts += 1
+        new = key not in evidence
+        evidence[key] = counts
+        if new and len(evidence) > self.rules.evidence_memory:
+            evidence.popitem(last=False)
         if not trap_like and url in self._chains:  # a distinct page: no trap chain through it
-            self._chains[url] = f"0 {key[1]}"
-        elif trap_like and counts[0] >= self.rules.trap_min_evidence:
-            self._trap_hosts.add(key[0])
+            self._chains[url] = f"0 {pattern}"
+        elif trap_like and counts >> 32 >= self.rules.trap_min_evidence:
+            self._trap_hosts.add(host)
 
     def queued_trap(self, url: str) -> bool:
         """Whether a queued URL, admitted before its pattern proved a trap, is past the
@@ -211,14 +221,18 @@ class Admission:
         return True
 
     def is_trap(self, host: str, pattern: str) -> bool:
-        counts = self._evidence.get((host, pattern))
-        return counts is not None and counts[0] >= self.rules.trap_min_evidence and \
-            counts[0] >= counts[1]
+        empty, distinct = self._evidence_of(host, pattern)
+        return empty >= self.rules.trap_min_evidence and empty >= distinct
+
+    def _evidence_of(self, host: str, pattern: str) -> tuple[int, int]:
+        """(pages empty or duplicate, distinct pages) of ``pattern`` on ``host``."""
+        counts = self._evidence.get(f"{host} {pattern}", 0)
+        return counts >> 32, counts & _DISTINCT
 
     def _reject_trap(self, reason: str, host: str, pattern: str) -> str | None:
         if host not in self._trap_logged and len(self._trap_logged) < 10_000:
             self._trap_logged.add(host)
-            empty, distinct = self._evidence[(host, pattern)]
+            empty, distinct = self._evidence_of(host, pattern)
             logger.info("Trap defence: %s stops following %s on %s (%d of its pages empty, "
                         "duplicates or errors, %d distinct); further refusals are counted in "
                         "admission/rejected/...", reason, pattern, host, empty, distinct)
@@ -232,7 +246,7 @@ class Admission:
         per_host[host] = per_host.get(host, 0) + 1
         pattern = self.pattern(canonical)
         if self.rules.pattern_cap:
-            key = f"{host} {pattern}"
+            key = intern(f"{host} {pattern}")  # (the same string as its evidence's key)
             self._per_pattern[key] = self._per_pattern.get(key, 0) + 1
         if self.rules.max_pattern_chain:
             parent = self._chain(referer) if referer is not None else None

@@ -8,6 +8,7 @@ name first: ``crawler_ext.frontier.adapter.keys``).
 from __future__ import annotations
 
 import ipaddress
+from sys import intern
 from urllib.parse import urlsplit
 
 from crawler_ext.admission.urls import host_of
@@ -17,11 +18,13 @@ __all__ = ["address_literal", "canonical_key", "politeness_key"]
 
 def canonical_key(canonical_url: str) -> str:
     """:func:`politeness_key` of a canonical URL (admission's output), without parsing it
-    again: its host, less the port (the hot path: every admitted link)."""
+    again: its host, less the port (the hot path: every admitted link).  Interned: the
+    frontier's, the DNS cache's, the address pins' and the literals' tables of a host share one
+    string (a broad crawl keeps a few of them for each of its many hosts)."""
     netloc = host_of(canonical_url)
     if "@" in netloc or "[" in netloc or not netloc.isascii():
         return politeness_key(canonical_url)
-    return netloc.partition(":")[0].lower()
+    return intern(netloc.partition(":")[0].lower())
 
 
 def politeness_key(url: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from sys import intern
 
 __all__ = ["embedded_v4", "literal_address"]
 
@@ -33,7 +34,7 @@ def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address 
     address = _literal_address(host)
     if len(_LITERALS) >= _LITERALS_MAX:
         _LITERALS.clear()
-    _LITERALS[host] = address
+    _LITERALS[intern(host)] = address
     return address
 
 

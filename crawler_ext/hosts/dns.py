@@ -96,7 +96,7 @@ class DnsCache:
         if self.size <= 0 or keep <= 0:
             return 0.0
         # (names on shared hosting share an address: one string for it, not one a name)
-        self._entries[name] = (intern(address) if address else None, self.clock() + keep)
+        self._entries[intern(name)] = (intern(address) if address else None, self.clock() + keep)
         self._entries.move_to_end(name)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from sys import intern
 from typing import Any
 
 from twisted.internet import defer
@@ -48,7 +49,7 @@ class AddressPins:
         self._pins: OrderedDict[str, str] = OrderedDict()
 
     def pin(self, name: str, address: str) -> None:
-        name = name.lower().rstrip(".")
+        name = intern(name.lower().rstrip("."))  # (one string a host, shared: see keys.py)
         self._pins[name] = address
         self._pins.move_to_end(name)
         while len(self._pins) > self.size:
