@@ -19,7 +19,8 @@ _TRAILING = ".,;:!?)]}'\""  # sentence punctuation after a URL in prose
 #: port, a path and a query of the characters it leaves alone, no fragment, no user info
 _SAFE = re.compile(
     r"(https?)://([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*)"
-    r"(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*)(\?[A-Za-z0-9\-._~!$&()*+,;=:@/?%]+)?")
+    r"(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*)"
+    r"(\?[A-Za-z0-9\-._~!$&()*+,;=:@/?%]+)?")
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9A-Fa-f]*")
 _DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
