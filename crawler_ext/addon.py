@@ -66,6 +66,7 @@ _COMPONENTS = [
     ("SPIDER_MIDDLEWARES", "crawler_ext.focus.middleware.FocusMiddleware", 60),
     ("ITEM_PIPELINES", "crawler_ext.warc.pipeline.WarcPipeline", 800),
     ("EXTENSIONS", "crawler_ext.statsfile.StatsFile", 0),
+    ("EXTENSIONS", "crawler_ext.runtime.collector.CollectorTuning", 0),
     ("EXTENSIONS", "crawler_ext.report.CrawlTimeSeries", 0),
     ("EXTENSIONS", "crawler_ext.control.ControlExtension", 0),  # CRAWLER_EXT_CONTROL_ENABLED
     ("EXTENSIONS", "crawler_ext.linkgraph.LinkGraphExtension", 0),  # CRAWLER_EXT_LINKGRAPH_DIR

@@ -59,3 +59,22 @@ def test_a_broad_crawl_is_polite_obeys_robots_txt_and_asks_each_name_once(
     # names are looked up once each (the resolver's cache; a failed fetch does not ask again)
     assert max(queries.values()) <= 2, Counter(queries.values())
     assert len(queries) >= 0.95 * len({e.host for e in log})
+    # the garbage collector tuned for the crawl (CRAWLER_EXT_GC_THRESHOLD), its work counted
+    assert "Garbage collector: " in result.output
+    assert result.stat("gc/collections/0") is not None, result.stats
+
+
+def test_the_collector_tuning_freezes_start_up_and_widens_the_young_generation() -> None:
+    import gc
+
+    from crawler_ext.runtime.collector import tune
+
+    before = gc.get_threshold()
+    try:
+        assert not tune(0) and gc.get_threshold() == before  # 0: Python's collector as it is
+        assert tune(12_345)
+        assert gc.get_threshold() == (12_345, before[1], before[2])
+        assert gc.get_freeze_count() > 1000  # the start-up objects, out of the collector's sight
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -233,6 +233,9 @@ STATS: list[Stat] = [
     Stat(("hosts/downloader_slots_max", "hosts/downloader_slots_dropped"),
          "Scrapy downloader slots (one a host) held at most, seen at each sweep; slots "
          "dropped idle (CRAWLER_EXT_DOWNLOADER_SLOT_IDLE)"),
+    Stat(("gc/collections/<generation>",),
+         "collections of the garbage collector's generation 0 (young), 1 or 2 (oldest) "
+         "during the crawl (CRAWLER_EXT_GC_THRESHOLD)"),
     Stat(("hosts/connections_direct", "hosts/connections_resolved"),
          "new connections made straight to the address the SSRF guard pinned; new "
          "connections that went through Twisted's endpoint and the pinned resolver"),
