@@ -42,7 +42,8 @@ def test_a_broad_crawl_is_polite_obeys_robots_txt_and_asks_each_name_once(
                                      "CRAWLER_EXT_POLITENESS_MIN_DELAY": 1.0,
                                      "CONCURRENT_REQUESTS": 100, "DOWNLOAD_TIMEOUT": 2,
                                      "CRAWLER_EXT_POLITENESS_BACKOFF_MAX": 4,
-                                     "CLOSESPIDER_TIMEOUT": 150, "LOG_LEVEL": "INFO"},
+                                     "CLOSESPIDER_TIMEOUT": 150, "LOG_LEVEL": "INFO",
+                                     "CRAWLER_EXT_GC_THRESHOLD": 10_000},
                            timeout=240)
         queries = server.dns_queries()
     assert result.returncode == 0, result.output[-3000:]

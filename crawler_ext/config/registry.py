@@ -178,11 +178,11 @@ _SPECS = [
             "Most URLs admitted per host (0: no budget)."),
     Setting("CRAWLER_EXT_HOST_PATTERN_CAP", 1000, number(int, 0),
             "Most URLs per host of one pattern (numbers and ids blanked; 0: no cap)."),
-    Setting("CRAWLER_EXT_GC_THRESHOLD", 10_000, number(int, 0),
-            "Allocations between two collections of the garbage collector's young generation "
-            "(Python's 700 had a crawl's requests in flight promoted to the oldest generation "
-            "and that collected again and again); start-up objects frozen; 0: Python's "
-            "collector left as it is."),
+    Setting("CRAWLER_EXT_GC_THRESHOLD", 0, number(int, 0),
+            "Allocations between two collections of the garbage collector's young generation, "
+            "start-up objects frozen (the broad preset: 10,000, for more pages per CPU-second "
+            "and more memory; Python's 700 has requests in flight promoted to the oldest "
+            "generation, collected again and again); 0: Python's collector as it is."),
     Setting("CRAWLER_EXT_KEEPALIVE_TIMEOUT", 15.0, number(float, 0),
             "Seconds an idle kept-alive connection to a host stays open (Twisted keeps one "
             "240 s: about 2 KB and a socket a host, on both sides, in a broad crawl)."),
