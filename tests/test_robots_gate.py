@@ -7,6 +7,8 @@ import time
 from collections import Counter
 from types import SimpleNamespace
 
+import pytest
+
 from crawler_ext.frontier import Frontier, MemoryStore, PolitenessPolicy
 from crawler_ext.frontier.adapter.robotsgate import ROBOTS_META, ROBOTS_PRIORITY, RobotsGate
 from crawler_ext.frontier.core import DROP
@@ -76,9 +78,13 @@ def test_only_a_fetch_without_an_answer_is_reported_as_a_failure(caplog) -> None
     assert caplog.text.count("could not be fetched: Connection refused") == 1
 
 
-def test_politeness_keys_by_host_and_by_address() -> None:
+def test_politeness_keys_by_host_and_by_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    from crawler_ext.frontier.adapter import keys
     from crawler_ext.frontier.adapter.keys import PolitenessKeys
     from crawler_ext.frontier.keys import politeness_key
+
+    # no reactor here, whichever test of this process installed one before
+    monkeypatch.setattr(keys, "is_reactor_installed", lambda: False)
 
     assert politeness_key("http://Example.COM:8080/a") == "example.com"
     assert politeness_key("http://[::1/") == ""  # an invalid URL has no key of its own
