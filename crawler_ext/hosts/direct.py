@@ -12,7 +12,8 @@ guard allows, connects a TCP endpoint to that address instead -- the address the
 resolver would have given, with the same connect timeout and bind address, TLS still
 verified against the name.  Anything else (an unpinned, refused or forbidden name, an
 endpoint of another kind, another resolver installed) goes the standard way, through the
-pinned resolver and its checks; a proxy's connection is judged by the proxy's name alike.  Stats: ``hosts/connections_direct``, ``hosts/connections_resolved``.
+pinned resolver and its checks; a proxy's connection is judged by the proxy's name alike.
+Stats: ``hosts/connections_direct``, ``hosts/connections_resolved``.
 """
 
 from __future__ import annotations

@@ -34,9 +34,7 @@ class KeepAliveDownloadHandler(HTTP11DownloadHandler):
         from twisted.internet import reactor
 
         # Scrapy's pool, connecting pinned names straight to their addresses
-        stats = crawler.stats
-        pool = DirectConnectionPool(reactor, persistent=True,
-                                    inc=lambda name: stats.inc_value(name))
+        pool = DirectConnectionPool(reactor, persistent=True, inc=crawler.stats.inc_value)
         pool.maxPersistentPerHost = self._pool.maxPersistentPerHost
         pool._factory = self._pool._factory
         self._pool = pool
