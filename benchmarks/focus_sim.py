@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from crawler_ext.focus.classifier import PageClassifier
+from crawler_ext.focus.harvest import Harvest
 from crawler_ext.focus.links import FEATURES, LinkFeatures, LinkScorer
 from crawler_ext.focus.topic import Keywords
 
@@ -42,17 +42,23 @@ class Graph:
     seeds: list[str]
     keywords: list[str]
     relevance: dict[str, float] = field(default_factory=dict)  # by the pack's classifier
+    port: int = 80  # the web server's, in the links' URLs
 
     @classmethod
     def load(cls, web_json: Path) -> Graph:
         data = json.loads(web_json.read_text())
         return cls(data["graph"], [f"{h}.real.test/index.html" for h in data["hubs"]],
-                   data["keywords"])
+                   data["keywords"], port=data.get("port", 80))
 
     @staticmethod
     def key(url: str) -> str:
         parts = urlsplit(url)
         return f"{parts.hostname}{parts.path}"
+
+    def url(self, key: str) -> str:
+        """The URL of the page ``key`` as the web's links write it."""
+        host, _, path = key.partition("/")
+        return f"http://{host}:{self.port}/{path}"
 
     def text(self, key: str) -> str:
         """A page's text as the crawler reads it: title, body and link anchors."""
@@ -141,20 +147,14 @@ class PackScorer(Policy):
         self.scorer = LinkScorer(classifier, learn, features)
         self.threshold = threshold
         self.tunnel = tunnel
-        self.fetched_by_host: Counter[str] = Counter()
-        self.relevant_by_host: Counter[str] = Counter()
+        self.harvest = Harvest()
 
     def _relevant(self, key: str) -> bool:
         return self.graph.relevance[key] >= self.threshold
 
-    def harvest(self, host: str) -> float:
-        return (self.relevant_by_host[host] + 0.5) / (self.fetched_by_host[host] + 1)
-
     def fetched(self, key, carried):
-        host = key.split("/", 1)[0]
         relevant = self._relevant(key)
-        self.fetched_by_host[host] += 1
-        self.relevant_by_host[host] += relevant
+        self.harvest.add(self.graph.url(key), relevant)
         if carried is not None:
             self.scorer.outcome(carried[0], relevant)
 
@@ -164,8 +164,8 @@ class PackScorer(Policy):
         if distance > self.tunnel:
             return None
         features = self.scorer.described([
-            LinkFeatures(u, a, relevance, urlsplit(u).netloc,
-                         self.harvest(urlsplit(u).hostname or ""), distance=distance)
+            LinkFeatures(u, a, relevance, urlsplit(u).netloc, self.harvest.of(u),
+                         distance=distance)
             for u, a in links])
         return [(s, (f, distance)) for f, s in zip(features, self.scorer.scores(features),
                                                    strict=True)]

@@ -88,6 +88,29 @@ def test_a_links_words_count_a_keyword_fully_and_are_scored_once(pages) -> None:
     assert scorer.described([link]) == [link] and calls == [[]]  # carried, not scored again
 
 
+def test_a_links_harvest_is_its_directorys_drawn_towards_its_hosts() -> None:
+    """A directory's pages on topic describe its links better than its host's (a site keeps
+    a subject under one directory); a directory with few pages fetched leans on its host,
+    and a host not seen yet counts as undecided."""
+    from crawler_ext.focus.harvest import Harvest, directory_of
+
+    assert directory_of("http://a.test:8080/docs/x/y.html?q=1") == ("a.test:8080", "docs")
+    assert directory_of("http://a.test/index.html") == directory_of("http://a.test") == \
+        ("a.test", "")
+    harvest = Harvest(prior_weight=1.0)
+    assert harvest.of("http://new.test/docs/a.html") == harvest.host("new.test") == 0.5
+    for i in range(6):
+        harvest.add(f"http://a.test/sql/p{i}.html", True)
+        harvest.add(f"http://a.test/blog/p{i}.html", False)
+    assert harvest.host("a.test") == pytest.approx(6.5 / 13)
+    on, off = harvest.of("http://a.test/sql/new.html"), harvest.of("http://a.test/blog/new.html")
+    assert on > 0.9 and off < 0.1, (on, off)
+    # a directory not fetched yet: its host's harvest; after one page, half its own
+    assert harvest.of("http://a.test/faq/new.html") == harvest.host("a.test")
+    harvest.add("http://a.test/faq/p.html", True)
+    assert harvest.of("http://a.test/faq/x.html") == pytest.approx((1 + 7.5 / 14) / 2)
+
+
 def test_the_words_around_a_link_are_its_context() -> None:
     """The HTML processor gives a link the words of its sentence (or, for a link alone in a
     list item, its list) when a focused crawl asks; the learned scorer reads them as tokens

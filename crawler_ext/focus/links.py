@@ -1,12 +1,12 @@
 """The link scorer: a link's chance to lead to a relevant page, learned online.
 
 A link is described by its anchor text, its URL's tokens, the relevance of the page it was
-found on, its host's harvest so far (relevant pages / fetched pages) and, where the HTML
-processor took them, the words around it (its sentence or list item).  Before any outcome
-is known, its score is a prior: the page classifier's relevance of the anchor text and URL
-words (``link_relevances``: a keyword there counts fully), the parent page's relevance and
-the host's harvest (the words around a link are learned from only: in the prior they cost
-harvest, docs/focus.md).  Each fetched page is an outcome (relevant or not) for the link
+found on, its directory's harvest so far (relevant pages / fetched pages, drawn towards its
+host's: ``crawler_ext.focus.harvest``) and, where the HTML processor took them, the words
+around it (its sentence or list item).  Before any outcome is known, its score is a prior:
+the page classifier's relevance of the anchor text and URL words (``link_relevances``: a
+keyword there counts fully), the parent page's relevance and the directory's harvest (the
+words around a link are learned from only: in the prior they cost harvest, docs/focus.md).  Each fetched page is an outcome (relevant or not) for the link
 that led to it; from them an online logistic regression (scikit-learn's ``SGDClassifier``,
 ``partial_fit`` in small batches) learns which words, URL tokens and contexts lead to the
 topic -- ACHE's online link classifier -- with the link words' relevance among its features
@@ -36,7 +36,8 @@ JUDGED = 400  # the latest outcomes on which the learned answer and the prior ar
 MIN_JUDGED = 60  # outcomes (of both kinds) before the comparison counts
 #: the learned model's kinds of feature: the link words' relevance by the page classifier,
 #: the anchor's words (and those around it), the URL's words, the parent page's relevance,
-#: the host's harvest so far (and the host itself), the off-topic pages in a row behind it
+#: the directory's harvest so far (and the host itself), the off-topic pages in a row behind
+#: it
 FEATURES = frozenset({"topical", "anchor", "url", "parent", "host", "distance"})
 MAX_DISTANCE = 4  # tunnelling distances from which the learned model tells them apart no more
 
@@ -60,7 +61,7 @@ class LinkFeatures:
     anchor: str
     parent_relevance: float
     host: str
-    host_harvest: float
+    harvest: float  # the harvest of the link's directory so far (``Harvest.of``)
     context: str = ""  # the words around the link
     #: the relevance of the link's words (``PageClassifier.link_relevances``), once scored:
     #: carried with the request, so that learning from its outcome does not score it again
@@ -80,7 +81,7 @@ class LinkFeatures:
         if "parent" in kinds:
             words.append(f"p:{_bucket(self.parent_relevance)}")
         if "host" in kinds:
-            words += [f"h:{_bucket(self.host_harvest)}", f"host:{self.host}"]
+            words += [f"h:{_bucket(self.harvest)}", f"host:{self.host}"]
         if "distance" in kinds:
             words.append(f"d:{min(self.distance, MAX_DISTANCE)}")
         return words
@@ -121,7 +122,7 @@ class LinkScorer:
 
     @staticmethod
     def _prior(links: Sequence[LinkFeatures], topical: Sequence[float]) -> list[float]:
-        return [0.45 * t + 0.35 * link.parent_relevance + 0.2 * link.host_harvest
+        return [0.45 * t + 0.35 * link.parent_relevance + 0.2 * link.harvest
                 for t, link in zip(topical, links, strict=True)]
 
     def _learned(self, links: Sequence[LinkFeatures], topical: Sequence[float]) -> list[float]:

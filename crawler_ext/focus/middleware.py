@@ -14,7 +14,6 @@ then their links are dropped (``focus/dropped/tunnel``).
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +25,7 @@ from scrapy.http import Response, TextResponse
 
 from crawler_ext import config
 from crawler_ext.focus.classifier import PageClassifier
+from crawler_ext.focus.harvest import Harvest
 from crawler_ext.focus.links import LinkFeatures, LinkScorer
 from crawler_ext.focus.strategy import SCORE_SCALE
 from crawler_ext.focus.topic import Keywords, load_examples, page_text
@@ -36,8 +36,8 @@ __all__ = ["FOCUS_META", "RELEVANCE_META", "FocusMiddleware", "build_classifier"
 logger = logging.getLogger(__name__)
 
 RELEVANCE_META = "relevance"
-#: a request's link features and its off-topic distance: (anchor, parent relevance, host
-#: harvest, distance, the words around the link, the relevance of the link's words)
+#: a request's link features and its off-topic distance: (anchor, parent relevance, its
+#: directory's harvest, distance, the words around the link, the relevance of the link's words)
 FOCUS_META = "crawler_ext_focus"
 
 
@@ -86,8 +86,7 @@ class FocusMiddleware:
         self.scorer = LinkScorer(classifier, learn)
         self.threshold = threshold
         self.tunnel = tunnel
-        self._fetched: Counter[str] = Counter()
-        self._relevant: Counter[str] = Counter()
+        self.harvest = Harvest()
         self._total = [0, 0]  # fetched, relevant
         self._certainty = 0.0
         self._quality: tuple[float, float] | None = None
@@ -125,9 +124,7 @@ class FocusMiddleware:
             self.stats.inc_value("focus/scored_on_reactor")
         response.meta[RELEVANCE_META] = round(relevance, 4)
         relevant = relevance >= self.threshold
-        host = urlsplit(response.url).netloc
-        self._fetched[host] += 1
-        self._relevant[host] += relevant
+        self.harvest.add(response.url, relevant)
         self._total[0] += 1
         self._total[1] += relevant
         stats = self.stats
@@ -166,10 +163,6 @@ class FocusMiddleware:
         if isinstance(response, TextResponse):
             return page_text(response.body, True)
         return None
-
-    def harvest(self, host: str) -> float:
-        fetched = self._fetched[host]
-        return (self._relevant[host] + 0.5) / (fetched + 1)  # 0.5 for a host not seen yet
 
     # -- the links found on it ---------------------------------------------------------------
     def process_spider_output(self, response: Response, result: Iterable[Any],
@@ -210,12 +203,12 @@ class FocusMiddleware:
             link = found.get(r.url)
             host = urlsplit(r.url).netloc
             features.append(LinkFeatures(r.url, link.text if link else "", relevance, host,
-                                         self.harvest(host), link.context if link else "",
+                                         self.harvest.of(r.url), link.context if link else "",
                                          distance=distance))
         features = self.scorer.described(features)
         for request, link, score in zip(requests, features, self.scorer.scores(features),
                                         strict=True):
             request.priority = round(score * SCORE_SCALE)
-            request.meta[FOCUS_META] = (link.anchor, link.parent_relevance, link.host_harvest,
+            request.meta[FOCUS_META] = (link.anchor, link.parent_relevance, link.harvest,
                                         distance, link.context, link.topical)
             yield request
