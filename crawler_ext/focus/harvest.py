@@ -5,9 +5,10 @@ A site keeps a subject together under one directory (``/docs/sqlite/...``, ``/ma
 more often than across the whole host, so a link is described by its *directory's* harvest,
 drawn towards its host's while the directory has few pages fetched: ``(relevant + w * host)
 / (fetched + w)`` with ``w`` = ``DIRECTORY_PRIOR_WEIGHT``.  A host not seen yet counts 0.5
-(undecided).  Measured on the focus benchmark's three webs (simulated, median of five runs,
-docs/focus.md): the directory's harvest in place of the host's raised the harvest at budget
-on every topic.
+(undecided).  Measured on the focus benchmark's three webs (docs/focus.md): the directory's
+harvest in place of the host's raised the harvest at budget on every topic simulated, and
+on two of the three in real crawls (on the third the classifier's false positives raise
+their directories).
 """
 
 from __future__ import annotations

@@ -6,10 +6,11 @@ host's: ``crawler_ext.focus.harvest``) and, where the HTML processor took them, 
 around it (its sentence or list item).  Before any outcome is known, its score is a prior:
 the page classifier's relevance of the anchor text and URL words (``link_relevances``: a
 keyword there counts fully), the parent page's relevance and the directory's harvest (the
-words around a link are learned from only: in the prior they cost harvest, docs/focus.md).  Each fetched page is an outcome (relevant or not) for the link
-that led to it; from them an online logistic regression (scikit-learn's ``SGDClassifier``,
-``partial_fit`` in small batches) learns which words, URL tokens and contexts lead to the
-topic -- ACHE's online link classifier -- with the link words' relevance among its features
+words around a link are learned from only: in the prior they cost harvest, docs/focus.md).
+Each fetched page is an outcome (relevant or not) for the link that led to it; from them an
+online logistic regression (scikit-learn's ``SGDClassifier``, ``partial_fit`` in small
+batches) learns which words, URL tokens and contexts lead to the topic -- ACHE's online
+link classifier -- with the link words' relevance among its features
 (so it learns how far to trust the classifier on this web), and its answer takes over from
 the prior as outcomes accumulate.  ``learn=False`` keeps the prior
 alone (the crawl test compares the two).
