@@ -58,7 +58,10 @@ class Harvest:
     def of(self, url: str) -> float:
         """The harvest of ``url``'s directory, drawn towards its host's while it has few
         pages fetched."""
-        directory = directory_of(url)
+        return self.at(directory_of(url))
+
+    def at(self, directory: tuple[str, str]) -> float:
+        """``of`` for a directory already split from its URL (``directory_of``)."""
         weight = self.prior_weight
         return (self._relevant[directory] + weight * self.host(directory[0])) / \
             (self._directories[directory] + weight)

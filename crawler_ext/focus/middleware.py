@@ -25,7 +25,7 @@ from scrapy.http import Response, TextResponse
 
 from crawler_ext import config
 from crawler_ext.focus.classifier import PageClassifier
-from crawler_ext.focus.harvest import Harvest
+from crawler_ext.focus.harvest import Harvest, directory_of
 from crawler_ext.focus.links import LinkFeatures, LinkScorer
 from crawler_ext.focus.strategy import SCORE_SCALE
 from crawler_ext.focus.topic import Keywords, load_examples, page_text
@@ -201,10 +201,10 @@ class FocusMiddleware:
         features = []
         for r in requests:
             link = found.get(r.url)
-            host = urlsplit(r.url).netloc
-            features.append(LinkFeatures(r.url, link.text if link else "", relevance, host,
-                                         self.harvest.of(r.url), link.context if link else "",
-                                         distance=distance))
+            directory = directory_of(r.url)  # (the host, and where on it)
+            features.append(LinkFeatures(r.url, link.text if link else "", relevance,
+                                         directory[0], self.harvest.at(directory),
+                                         link.context if link else "", distance=distance))
         features = self.scorer.described(features)
         for request, link, score in zip(requests, features, self.scorer.scores(features),
                                         strict=True):
