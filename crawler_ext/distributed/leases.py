@@ -84,8 +84,12 @@ class LeaseBook:
         """The leased entries in the buffer, in the order they go."""
         return [entry for _, _, entry in sorted(self._ready)]
 
-    def in_buffer(self) -> int:
-        return len(self._ready)
+    def occupying(self, now: float) -> int:
+        """Leased keys that fill a place of the worker's concurrency now: fetches in flight
+        (robots.txt included) and entries due to go; an entry that waits out its key's delay
+        after robots.txt does not (counted in, it kept half the places empty)."""
+        later = sum(1 for at, _, _ in self._ready if at > now)
+        return len(self._states) - later
 
     def unsent(self) -> bool:
         return bool(self._release or self._done)

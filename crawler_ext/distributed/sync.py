@@ -129,7 +129,7 @@ class Sync:
         hooks = self.hooks
         self.outbox.collect(shard, hooks.trap_pattern if self.pattern_cap and hooks else None)
         self.leases.collect(shard, time.time())
-        room = self.buffer - self.leases.in_buffer() - len(self.leases.keys())
+        room = self.buffer - self.leases.occupying(now)
         take = [0] * (len(self.weights) + 1)  # per band, then the total, for each shard
         if room > 0 and not self._closed:
             # ready keys are not spread evenly over the shards: ask each for a share and a

@@ -372,3 +372,24 @@ def test_close_gives_back_unfetched_leases_at_once(redis) -> None:
     assert len(_exchange(a) + _exchange(a)) == 5
     a.close()  # leased, never dispatched: back to the queues without waiting for expiry
     assert len(_exchange(b)) == 5
+
+
+def test_entries_waiting_out_their_delay_after_robots_leave_room_for_more_keys(redis) -> None:
+    """A worker's concurrency (its buffer) counts fetches in flight and entries due, not the
+    entries that wait out their key's delay after its robots.txt: counted in, a broad crawl's
+    worker kept most of its places empty (50 in flight of 200)."""
+    a = _frontier(redis, 30.0, delay=5.0)
+    a.open()
+    a.add([_entry(f"h{i}", 1) for i in range(40)])
+    first = _exchange(a)
+    assert len(first) >= 8  # the buffer's 8 places, and a share more
+    now = time.time()
+
+    def robots_first(entry, now):  # every key's robots.txt goes first (an id-less entry)
+        return type(entry)(entry.key, 0, b"R" + entry.key.encode())
+    for _ in first:
+        robots = a.next(now, robots_first)
+        a.done(robots, Outcome(200, 0.01), now)  # answered: the entry waits 5 s with its key
+    assert a.next(time.time(), robots_first) is None
+    second = _exchange(a)  # nothing in flight, nothing due: the places are free
+    assert len(second) >= 8 and not {e.key for e in second} & {e.key for e in first}
