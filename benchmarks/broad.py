@@ -65,7 +65,8 @@ BROAD_CRAWLS_PAGE = {
 }
 #: the pack as a user sets it for a broad crawl (docs/broad.md)
 PACK = {"CRAWLER_EXT_POLITENESS_MIN_DELAY": 2, "LOG_LEVEL": "INFO", "DOWNLOAD_TIMEOUT": 15,
-        "CRAWLER_EXT_WARC_GZIP_LEVEL": 1, "CRAWLER_EXT_GC_THRESHOLD": 10_000}
+        "CRAWLER_EXT_WARC_GZIP_LEVEL": 1, "CRAWLER_EXT_GC_THRESHOLD": 10_000,
+        "CRAWLER_EXT_ROBOTS_TIMEOUT": 5}
 GAP = 1.8  # seconds: a shorter gap between two fetches of one host is a politeness violation
 
 

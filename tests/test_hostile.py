@@ -156,6 +156,22 @@ def test_a_host_whose_robots_txt_answers_503_does_not_hold_a_finished_crawl(
 
 
 @pytest.mark.slow
+def test_a_robots_txt_that_never_answers_frees_its_slot_after_the_robots_timeout(
+        hostile, tmp_path: Path) -> None:
+    """CRAWLER_EXT_ROBOTS_TIMEOUT: the robots.txt fetch fails after 1 s, not DOWNLOAD_TIMEOUT's
+    60 (RFC 9309: unreachable, disallow all; given up after one failure here)."""
+    result = crawl(hostile, tmp_path, ["robotsslow", "normal"], DOWNLOAD_TIMEOUT=60,
+                   CRAWLER_EXT_ROBOTS_TIMEOUT=1, CRAWLER_EXT_ROBOTS_MAX_FAILURES=1)
+    assert result.returncode == 0, result.output[-3000:]
+    assert result.stat("finish_reason") == "finished"
+    assert result.stat("elapsed_time_seconds") < 30
+    assert result.stat("robots/status/unreachable") == 1 and result.stat("robots/gave_up") >= 1
+    fetched = {(e.host.split(".")[0], e.path) for e in read_log(hostile.log_path)}
+    assert [p for k, p in fetched if k == "robotsslow"] == ["/robots.txt"]
+    assert {("normal", f"/ok/{i}") for i in range(5)} <= fetched
+
+
+@pytest.mark.slow
 def test_a_parked_host_does_not_hold_a_redis_crawl_either(hostile, tmp_path: Path) -> None:
     """The same with the Redis frontier: the key waits in Redis, parked, for every worker;
     the crawl finishes without it and its URL stays queued there."""

@@ -295,6 +295,10 @@ _SPECS = [
             "5xx/unreachable robots.txt answers in a row before the origin's URLs are dropped."),
     Setting("CRAWLER_EXT_ROBOTS_RETRY_BASE", 60.0, number(float, 0),
             "Seconds before fetching a failed (5xx) robots.txt again; doubles per failure."),
+    Setting("CRAWLER_EXT_ROBOTS_TIMEOUT", 0.0, number(float, 0),
+            "Seconds a robots.txt fetch may take before the origin counts as unreachable "
+            "(RFC 9309: disallow all, retried later); 0: DOWNLOAD_TIMEOUT.  A broad crawl sets "
+            "a few seconds: a host that cannot serve its robots.txt holds a fetch slot."),
     Setting("CRAWLER_EXT_ROBOTS_TTL", 86400.0, number(float, 1),
             "Seconds a robots.txt answer is cached (at most 24 h)."),
     Setting("CRAWLER_EXT_SEEN_MODE", "bloom", choice("bloom", "bloom+exact"),

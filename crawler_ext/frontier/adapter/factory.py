@@ -166,6 +166,7 @@ def scheduler_options(settings: Any) -> SchedulerOptions:
         learn_min_evidence=get("CRAWLER_EXT_LEARN_MIN_EVIDENCE"),
         key_by_ip=get("CRAWLER_EXT_POLITENESS_KEY") == "ip",
         dns_prefetch=get("CRAWLER_EXT_DNS_PREFETCH"),
+        robots_timeout=get("CRAWLER_EXT_ROBOTS_TIMEOUT"),
         # Scrapy's trackref registers the requests rebuilt from the frontier only when its
         # memory debugger reports them: the registration costs a weak reference per request
         # in flight, which paces the full garbage collections

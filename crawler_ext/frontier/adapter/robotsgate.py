@@ -46,8 +46,9 @@ class RobotsGate:
     def __init__(self, cache: RobotsCache, frontier: FrontierBackend,
                  key_of: Callable[[str], str], inc: Callable[[str, int], None],
                  on_sitemaps: Callable[[str, list[str]], None] | None = None,
-                 decisions: Decisions | None = None) -> None:
+                 decisions: Decisions | None = None, timeout: float = 0.0) -> None:
         self.cache = cache
+        self.timeout = timeout  # seconds a robots.txt fetch may take (0: DOWNLOAD_TIMEOUT)
         self.frontier = frontier
         self._key_of = key_of  # host -> its politeness key (the host, or its address)
         self._inc = inc
@@ -98,10 +99,11 @@ class RobotsGate:
     def request(self, origin: str, callback: Any, errback: Any) -> Request:
         """The robots.txt fetch of ``origin`` (RedirectMiddleware follows its redirects, which
         come back to the scheduler and :meth:`redirected`)."""
+        meta = {ROBOTS_META: origin, "dont_retry": True, "dont_merge_cookies": True}
+        if self.timeout:
+            meta["download_timeout"] = self.timeout
         return Request(origin + "/robots.txt", callback=callback, errback=errback,
-                       dont_filter=True, priority=ROBOTS_PRIORITY,
-                       meta={ROBOTS_META: origin, "dont_retry": True,
-                             "dont_merge_cookies": True})
+                       dont_filter=True, priority=ROBOTS_PRIORITY, meta=meta)
 
     # -- redirects -------------------------------------------------------------------------
     def redirected(self, request: Request, host: str) -> Entry:

@@ -47,6 +47,7 @@ class SchedulerOptions:
     learn_min_evidence: int = 3  # CRAWLER_EXT_LEARN_MIN_EVIDENCE
     key_by_ip: bool = False  # CRAWLER_EXT_POLITENESS_KEY = "ip"
     dns_prefetch: bool = False  # CRAWLER_EXT_DNS_PREFETCH
+    robots_timeout: float = 0.0  # CRAWLER_EXT_ROBOTS_TIMEOUT (0: DOWNLOAD_TIMEOUT)
     track_requests: bool = False  # MEMDEBUG_ENABLED: Scrapy's trackref sees stored requests
     jobdir: str | None = None  # JOBDIR
     #: CRAWLER_EXT_FOCUS_MAX_UNSCORED of a focused crawl: responses in the scraper beyond

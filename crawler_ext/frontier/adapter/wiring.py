@@ -73,7 +73,8 @@ class Parts:
         self.keys = PolitenessKeys(options.key_by_ip, options.dns_prefetch, counts.inc)
         # robots.txt as the prerequisite of an origin's URLs (None: robots.txt not obeyed)
         self.robots = RobotsGate(policies.robots, frontier, self.keys.known, counts.inc,
-                                 events.sitemaps_found, port.decisions) \
+                                 events.sitemaps_found, port.decisions,
+                                 timeout=options.robots_timeout) \
             if policies.robots is not None else None
         # the operator's rules per key (the control API)
         self.controls = KeyControls(frontier.key_floors)
