@@ -15,6 +15,7 @@ from crawler_ext.distributed.frontier import RedisFrontier
 from crawler_ext.distributed.shards import ShardLayout, shard_of
 from crawler_ext.frontier.adapter.codec import entry_url
 from crawler_ext.frontier.politeness import Outcome, PolitenessPolicy
+from crawler_ext.frontier.storage import Entry
 from distributed.conftest import redis_lib
 from distributed.support import _entry, _Evidence, _exchange, _frontier
 
@@ -386,7 +387,7 @@ def test_entries_waiting_out_their_delay_after_robots_leave_room_for_more_keys(r
     now = time.time()
 
     def robots_first(entry, now):  # every key's robots.txt goes first (an id-less entry)
-        return type(entry)(entry.key, 0, b"R" + entry.key.encode())
+        return Entry(entry.key, 0, b"R" + entry.key.encode())
     for _ in first:
         robots = a.next(now, robots_first)
         a.done(robots, Outcome(200, 0.01), now)  # answered: the entry waits 5 s with its key
