@@ -73,6 +73,9 @@ class Exchange:
         self._claim_keys = ([seeds_key, f"{{{seeds_key}}}:claims", f"{{{seeds_key}}}:claimed"]
                             if seeds_key else [])
         self._identity: tuple[str, ...] | None = None  # the servers' run ids
+        # this worker's exchanges, numbered: a shard's script records the last one whose
+        # pushes it queued, so pushes sent again after a lost answer are not queued twice
+        self._seq = 0
 
     def _call(self, pipe: Any, n: int, op: ShardOps, take: list[int], reap: int) -> None:
         """Queue on ``pipe`` one call of the exchange's script for shard ``n`` (its
@@ -82,13 +85,14 @@ class Exchange:
                   "done": 0, "renew": len(op.renew), "renew_keys": len(op.renew_keys),
                   "promote": len(op.promote), "take": take[:-1], "total": take[-1],
                   "reap": reap, "budget": self.layout.host_budget,
-                  "cap": self.layout.pattern_cap, "share": self.layout.refresh_share}
+                  "cap": self.layout.pattern_cap, "share": self.layout.refresh_share,
+                  "seq": self._seq}
         args: list[Any] = [json.dumps(header, separators=(",", ":"))]
         now = time.time()
         for push in op.push:
             delay = "" if push.due is None else repr(round(max(0.0, push.due - now), 3))
             args += [push.entry.key, push.entry.band, delay, push.blob, push.host, push.pattern,
-                     push.trap]
+                     push.trap, push.sent]
         args += op.release + op.renew + op.renew_keys
         for key, fp, band in op.promote:
             args += [key, fp, band]
@@ -104,6 +108,11 @@ class Exchange:
         # the fence counts from before the first command is sent (a cluster's pipeline sends
         # each command at once), whatever comes between (a stalled process, a slow link)
         sent_at = self.clock()
+        self._seq += 1
+        for op in ops.values():  # each push names the exchange it was first sent in
+            if any(not push.sent for push in op.push):
+                op.push = [push if push.sent else push._replace(sent=self._seq)
+                           for push in op.push]
         # a server restarted or failed over since the last exchange may have lost writes it
         # had acknowledged: the completions and claims' ends from before are not sent
         identity = server_identity(self.redis, self._tags)
@@ -172,7 +181,10 @@ class Exchange:
                 out.pushed -= len(out.failed[n].push)
                 continue
             out.answered.append(n)
-            outstanding, expired, lost, taken, over, pover, promoted, parked, gone = result
+            (outstanding, expired, lost, taken, over, pover, promoted, parked, gone,
+             repeated) = result
+            out.repeated += int(repeated)
+            out.pushed -= int(repeated)
             out.gone += [key.decode("utf-8", "surrogatepass") for key in gone]
             out.parked[n] = int(parked)
             out.promoted += int(promoted)

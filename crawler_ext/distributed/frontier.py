@@ -27,6 +27,8 @@ script touches one Redis Cluster slot.  Per shard:
                             (``CRAWLER_EXT_HOST_PATTERN_CAP``, held once a pattern is a trap)
 ``{P:sN}:pk``               parked keys -> until when (robots.txt failed: their entries
                             wait for its retry and do not hold the crawl open)
+``{P:sN}:ap``               worker -> its last exchange whose pushes were queued (a push
+                            sent again after a lost answer is not queued twice)
 ==========================  ======================================================
 
 One Lua script per shard does a worker's whole exchange at once, atomically: push admitted

@@ -16,15 +16,28 @@ local share = h.share
 local i = 2
 -- admitted entries: [key, band, delay ('' or seconds from now), blob, host ('': uncounted),
 -- pattern ('host<TAB>pattern', '': uncounted), trap ('1': the pushing worker's evidence says
--- the pattern is a trap)]; a host's admissions by all workers are counted here and held to
--- the budget (0: none), a pattern's too, and a trap pattern is held to its cap (0: none)
-local over, pover = 0, 0
+-- the pattern is a trap), the worker's exchange it was first sent in]; a host's admissions
+-- by all workers are counted here and held to the budget (0: none), a pattern's too, and a
+-- trap pattern is held to its cap (0: none).  The last exchange of the worker whose pushes
+-- were queued is recorded with them: a push sent again because an answer was lost (the
+-- script ran, the connection dropped) is not queued twice if that exchange was applied (a
+-- worker sends a push again in each exchange until one is answered, so it was queued iff
+-- an exchange from its first on was applied)
+local over, pover, repeated = 0, 0, 0
+local applied = 0
+if n_push > 0 then
+  applied = tonumber(redis.call('HGET', P..':ap', worker) or '0')
+  redis.call('HSET', P..':ap', worker, h.seq)
+end
 for _ = 1, n_push do
   local key, band, delay, blob = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
-  local host, pattern, trap = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
-  i = i + 7
+  local host, pattern, trap, sent = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
+  i = i + 8
   local admit = true
-  if budget > 0 and host ~= '' and
+  if tonumber(sent) <= applied then
+    repeated = repeated + 1
+    admit = false
+  elseif budget > 0 and host ~= '' and
       tonumber(redis.call('HGET', P..':budget', host) or '0') >= budget then
     over = over + 1
     admit = false
@@ -188,4 +201,4 @@ for pass = 1, 2 do
  end
 end
 return {redis.call('HLEN', P..':e'), expired, lost, out, over, pover, promoted,
-        parked_entries(P, now), gone}
+        parked_entries(P, now), gone, repeated}

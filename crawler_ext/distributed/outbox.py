@@ -24,7 +24,8 @@ class Outbox:
     def __init__(self, host_budget: int = 0, remember: int = 100_000) -> None:
         self.host_budget = host_budget  # counted per host in Redis: the pushes name the host
         self.remember = remember  # URLs admitted here remembered for promotion (bounded)
-        self._entries: list[tuple[Entry, bool | int, float | None]] = []  # entry, check, due
+        # entry, check, due, the exchange it was first sent in (0: none)
+        self._entries: list[tuple[Entry, bool | int, float | None, int]] = []
         self._admitted: OrderedDict[int, list] = OrderedDict()  # fp -> [key, band]
         self._promotions: list[tuple[str, int, int]] = []  # key, fingerprint, better band
 
@@ -40,7 +41,7 @@ class Outbox:
         entries are remembered for promotion."""
         admitted = self._admitted
         for entry in entries:
-            self._entries.append((entry, check, None))
+            self._entries.append((entry, check, None, 0))
             if entry.fp and admitted_here:
                 admitted[entry.fp] = [entry.key, entry.band]
         while len(admitted) > self.remember:
@@ -48,10 +49,10 @@ class Outbox:
 
     def add_delayed(self, entries: list[Entry], due: float) -> None:
         for entry in entries:
-            self._entries.append((entry, False, due))
+            self._entries.append((entry, False, due, 0))
 
     def delayed(self) -> int:
-        return sum(1 for _, _, due in self._entries if due is not None)
+        return sum(1 for _, _, due, _ in self._entries if due is not None)
 
     def promote(self, fp: int, band: int) -> bool:
         record = self._admitted.get(fp)
@@ -68,7 +69,7 @@ class Outbox:
         pattern is a trap is this worker's evidence (its fetched pages of the pattern),
         asked here, on the reactor thread."""
         entries, self._entries = self._entries, []
-        for entry, check, due in entries:
+        for entry, check, due, sent in entries:
             host, pattern, trap = "", "", False
             if due is None and (self.host_budget or trap_pattern is not None):
                 try:
@@ -79,14 +80,16 @@ class Outbox:
                 except (ValueError, KeyError, pickle.UnpicklingError):
                     pass
             shard(entry.key).push.append(Push(entry, check, entry_record(entry), due, host,
-                                              pattern, "1" if trap else ""))
+                                              pattern, "1" if trap else "", sent=sent))
         for key, fp, band in self._promotions:
             shard(key).promote.append((key, fp_bytes(fp), band))
         self._promotions = []
 
     def requeue(self, op: ShardOps) -> None:
-        """A failed shard's pushes and promotions, back for the next exchange."""
+        """A failed shard's pushes and promotions, back for the next exchange (each push
+        names the exchange it was first sent in: if that one's answer was lost after the
+        script ran, Redis knows, and does not queue it again)."""
         for push in op.push:
-            self._entries.append((push.entry, push.check, push.due))
+            self._entries.append((push.entry, push.check, push.due, push.sent))
         for key, fp, band in op.promote:
             self._promotions.append((key, fp_from(fp), band))

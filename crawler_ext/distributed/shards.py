@@ -42,6 +42,7 @@ class Push(NamedTuple):
     pattern: str  # for the pattern's cap
     trap: str  # "1": this worker's pages call the pattern a trap
     claimed_at: float = 0.0  # when its claim in the seen set was taken (the fence's clock)
+    sent: int = 0  # the worker's exchange it was first sent in (0: not sent yet)
 
 
 class ShardOps:
@@ -100,6 +101,7 @@ class Exchanged:
     gone: list[str] = field(default_factory=list)  # keys whose lease expired while held
     dropped: int = 0  # completions not sent (a restart)
     late_claims: int = 0
+    repeated: int = 0  # pushes sent again that an exchange whose answer was lost had queued
     moved: set[int] = field(default_factory=set)  # shards whose server changed meanwhile
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from twisted.internet import threads
+from twisted.python.failure import Failure
 
 from crawler_ext.distributed.claims import Claims
 from crawler_ext.distributed.exchange import Exchange
@@ -36,6 +37,7 @@ _COUNTED = (("filtered", "dupefilter/redis/filtered"),
             ("promoted", "frontier/promoted"),  # queued entries moved to a better band
             ("pover", "admission/rejected/pattern_cap"),  # a trap pattern over its cap
             ("expired", "frontier/redis/leases_expired"),
+            ("repeated", "frontier/redis/pushes_repeated"),  # their first answer was lost
             ("lost", "frontier/redis/leases_lost"))
 
 
@@ -87,7 +89,13 @@ class Sync:
     def exchange_now(self) -> list[Entry]:
         """Blocking: one exchange, here and now (tests, benchmarks); the entries it leased."""
         before = {id(entry) for entry in self.leases.buffered()}
-        self._exchanged(self.exchanger.run(*self._collect()))
+        ops, take, asks = self._collect()
+        try:
+            out = self.exchanger.run(ops, take, asks)
+        except Exception as exc:  # as a failed exchange in the thread, then raised
+            self._exchange_failed(Failure(exc), ops)
+            raise
+        self._exchanged(out)
         return [e for e in self.leases.buffered() if id(e) not in before]
 
     def _exchange_locked(self, ops: dict[int, ShardOps], take: list[int],

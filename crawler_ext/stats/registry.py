@@ -250,6 +250,9 @@ STATS: list[Stat] = [
          "leases of dead workers returned; releases and completions refused or not sent (the "
          "lease had expired: its fencing token is no longer the one in Redis); failed "
          "exchanges (retried); seeds popped"),
+    Stat(("frontier/redis/pushes_repeated",),
+         "pushes sent again after an exchange's answer was lost that Redis had queued "
+         "already (not queued twice)"),
     Stat(("frontier/redis/held_for_replicas", "frontier/redis/fetches_held_for_replicas"),
          "Redis Cluster: exchanges whose completions and claims' ends were held back because "
          "a written primary's replica had not acknowledged the writes (`WAIT`), sent with a "

@@ -394,3 +394,53 @@ def test_entries_waiting_out_their_delay_after_robots_leave_room_for_more_keys(r
     assert a.next(time.time(), robots_first) is None
     second = _exchange(a)  # nothing in flight, nothing due: the places are free
     assert len(second) >= 8 and not {e.key for e in second} & {e.key for e in first}
+
+
+class _LosesAnAnswer:
+    """A Redis client whose next pipeline is executed by the server but whose answer never
+    comes back (the connection drops between the two), when armed."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+        self.armed = False
+
+    def __getattr__(self, name: str):
+        return getattr(self.client, name)
+
+    def pipeline(self, *args, **kwargs):
+        pipe = self.client.pipeline(*args, **kwargs)
+        if self.armed:
+            self.armed = False
+            execute = pipe.execute
+
+            def lost(*a, **k):
+                execute(*a, **k)
+                raise redis_lib.ConnectionError("connection dropped before the answer")
+
+            pipe.execute = lost
+        return pipe
+
+
+def test_pushes_whose_answer_was_lost_are_not_queued_twice(redis) -> None:
+    """The exchange's script ran in Redis but its answer was lost: the worker sends the
+    pushes again, and the script, which recorded the exchange as applied with its writes,
+    queues them once (queued twice, the URL would be fetched twice, no lease expired)."""
+    stats: dict[str, float] = {}
+    lossy = _LosesAnAnswer(redis)
+    a = RedisFrontier(lossy, ShardLayout("t", shards=4, lease_ttl=2.0),
+                      PolitenessPolicy(min_delay=0.0, max_delay=0.0), [5, 2, 1],
+                      RedisBloom(redis, "t", 10_000), buffer=8,
+                      on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
+    a.attach(_Evidence(set()))
+    a.open()
+    a.add([_entry("h1", 1), _entry("h1", 2), _entry("h2", 1)])
+    lossy.armed = True
+    with pytest.raises(redis_lib.ConnectionError):
+        _exchange(a)
+    assert stats["frontier/redis/errors"] == 1
+    _exchange(a)
+    assert sum(redis.hlen(f"{tag}:e") for tag in a.tags) == 3
+    assert stats["frontier/redis/pushes_repeated"] == 3
+    a.add([_entry("h3", 1)])  # a push after a lost answer is queued as any other
+    _exchange(a)
+    assert sum(redis.hlen(f"{tag}:e") for tag in a.tags) == 4
