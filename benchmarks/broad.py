@@ -130,7 +130,10 @@ def _run(kind: str, server: BroadWebServer, concurrency: int, duration: int,
         cmd = [sys.executable, "-m", "scrapy", "runspider", "follow.py", "-a",
                f"seeds={server.seeds_path}"]
         cwd = workdir
+    # peak RSS (Scrapy's memusage/max) read every second: at Scrapy's 60 s a crawl shorter
+    # than a minute reported its RSS at start-up, and a longer one missed its last minute
     settings.update({"CLOSESPIDER_TIMEOUT": duration, "CRAWLER_EXT_STATS_FILE": str(stats_file),
+                     "MEMUSAGE_CHECK_INTERVAL_SECONDS": 1,
                      "EXTENSIONS": json.dumps(extensions), **(extra or {})})
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
