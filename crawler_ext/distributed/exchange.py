@@ -110,9 +110,7 @@ class Exchange:
         sent_at = self.clock()
         self._seq += 1
         for op in ops.values():  # each push names the exchange it was first sent in
-            if any(not push.sent for push in op.push):
-                op.push = [push if push.sent else push._replace(sent=self._seq)
-                           for push in op.push]
+            op.push = [push if push.sent else push._replace(sent=self._seq) for push in op.push]
         # a server restarted or failed over since the last exchange may have lost writes it
         # had acknowledged: the completions and claims' ends from before are not sent
         identity = server_identity(self.redis, self._tags)

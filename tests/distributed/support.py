@@ -19,11 +19,12 @@ from distributed.conftest import REDIS_URL, Target
 
 
 def _frontier(redis, lease_ttl: float = 2.0, delay: float = 0.5,
-              stats: dict | None = None) -> RedisFrontier:
-    """A worker over Redis (``stats``: a dict its stats are counted in)."""
+              stats: dict | None = None, client=None) -> RedisFrontier:
+    """A worker over Redis (``stats``: a dict its stats are counted in; ``client``: the
+    frontier's own client, the seen set keeping ``redis``)."""
     on_stat = None if stats is None else \
         (lambda name, value: stats.update({name: stats.get(name, 0) + value}))
-    return RedisFrontier(redis, ShardLayout("t", shards=4, lease_ttl=lease_ttl),
+    return RedisFrontier(client or redis, ShardLayout("t", shards=4, lease_ttl=lease_ttl),
                          PolitenessPolicy(min_delay=delay, max_delay=delay), [5, 2, 1],
                          RedisBloom(redis, "t", 10_000), buffer=8, on_stat=on_stat)
 

@@ -427,10 +427,7 @@ def test_pushes_whose_answer_was_lost_are_not_queued_twice(redis) -> None:
     queues them once (queued twice, the URL would be fetched twice, no lease expired)."""
     stats: dict[str, float] = {}
     lossy = _LosesAnAnswer(redis)
-    a = RedisFrontier(lossy, ShardLayout("t", shards=4, lease_ttl=2.0),
-                      PolitenessPolicy(min_delay=0.0, max_delay=0.0), [5, 2, 1],
-                      RedisBloom(redis, "t", 10_000), buffer=8,
-                      on_stat=lambda k, v: stats.update({k: stats.get(k, 0) + v}))
+    a = _frontier(redis, delay=0.0, stats=stats, client=lossy)
     a.attach(_Evidence(set()))
     a.open()
     a.add([_entry("h1", 1), _entry("h1", 2), _entry("h2", 1)])
