@@ -27,8 +27,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from crawler_ext.focus.classifier import PageClassifier
-from crawler_ext.focus.harvest import Harvest
-from crawler_ext.focus.links import FEATURES, LinkFeatures, LinkScorer
+from crawler_ext.focus.links import FEATURES
+from crawler_ext.focus.policy import FocusPolicy, Found
 from crawler_ext.focus.topic import Keywords
 
 __all__ = ["CURVE_POINTS", "Graph", "policies", "simulate"]
@@ -135,8 +135,9 @@ class Oracle(Policy):
 
 
 class PackScorer(Policy):
-    """The focus middleware's rules on the graph: the classifier's verdict, the link scorer
-    (learning online from the verdicts), the tunnel."""
+    """The focus middleware's rules on the graph (``crawler_ext.focus.policy``, the same
+    object): the classifier's verdict, the link scorer learning online from the verdicts,
+    the tunnel."""
 
     name = "the pack's link scorer, simulated"
 
@@ -144,31 +145,20 @@ class PackScorer(Policy):
                  tunnel: int = 4, learn: bool = True, features: frozenset[str] = FEATURES
                  ) -> None:
         self.graph = graph
-        self.scorer = LinkScorer(classifier, learn, features)
-        self.threshold = threshold
-        self.tunnel = tunnel
-        self.harvest = Harvest()
-
-    def _relevant(self, key: str) -> bool:
-        return self.graph.relevance[key] >= self.threshold
+        self.policy = FocusPolicy(classifier, threshold, tunnel, learn, features)
+        self.scorer = self.policy.scorer
 
     def fetched(self, key, carried):
-        relevant = self._relevant(key)
-        self.harvest.add(self.graph.url(key), relevant)
-        if carried is not None:
-            self.scorer.outcome(carried[0], relevant)
+        self.policy.judged(self.graph.url(key), self.graph.relevance[key],
+                           carried[0] if carried is not None else None)
 
     def scores(self, parent, links, carried):
         relevance = self.graph.relevance[parent]
-        distance = 0 if relevance >= self.threshold else (carried[1] if carried else 0) + 1
-        if distance > self.tunnel:
+        distance = self.policy.distance(relevance, carried[1] if carried else None)
+        scored = self.policy.scored(relevance, distance, [Found(u, a) for u, a in links])
+        if scored is None:
             return None
-        features = self.scorer.described([
-            LinkFeatures(u, a, relevance, urlsplit(u).netloc, self.harvest.of(u),
-                         distance=distance)
-            for u, a in links])
-        return [(s, (f, distance)) for f, s in zip(features, self.scorer.scores(features),
-                                                   strict=True)]
+        return [(s, (f, distance)) for f, s in scored]
 
 
 def policies(graph: Graph, classifier: PageClassifier) -> list[Callable[[], Policy]]:

@@ -25,8 +25,8 @@ from scrapy.http import Response, TextResponse
 
 from crawler_ext import config
 from crawler_ext.focus.classifier import PageClassifier
-from crawler_ext.focus.harvest import Harvest, directory_of
-from crawler_ext.focus.links import LinkFeatures, LinkScorer
+from crawler_ext.focus.links import LinkFeatures
+from crawler_ext.focus.policy import FocusPolicy, Found
 from crawler_ext.focus.strategy import SCORE_SCALE
 from crawler_ext.focus.topic import Keywords, load_examples, page_text
 
@@ -83,10 +83,7 @@ class FocusMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.classifier = classifier
-        self.scorer = LinkScorer(classifier, learn)
-        self.threshold = threshold
-        self.tunnel = tunnel
-        self.harvest = Harvest()
+        self.policy = FocusPolicy(classifier, threshold, tunnel, learn)
         self._total = [0, 0]  # fetched, relevant
         self._certainty = 0.0
         self._quality: tuple[float, float] | None = None
@@ -103,7 +100,7 @@ class FocusMiddleware:
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         logger.info("Focused crawl: a %s; off-topic branches followed %d pages deep",
                     "page classifier trained from examples" if classifier.model is not None
-                    else "keyword classifier", mw.tunnel)
+                    else "keyword classifier", mw.policy.tunnel)
         return mw
 
     def spider_closed(self, spider: Any = None) -> None:
@@ -123,8 +120,18 @@ class FocusMiddleware:
             relevance = self.classifier.relevance(text)
             self.stats.inc_value("focus/scored_on_reactor")
         response.meta[RELEVANCE_META] = round(relevance, 4)
-        relevant = relevance >= self.threshold
-        self.harvest.add(response.url, relevant)
+        carried = response.meta.get(FOCUS_META)
+        link = None
+        if carried:
+            anchor, parent, harvest = carried[:3]
+            # (a request queued by an earlier version carries fewer fields)
+            context = carried[4] if len(carried) > 4 else ""
+            topical = carried[5] if len(carried) > 5 else None
+            distance = carried[3] if len(carried) > 3 else 0
+            link = LinkFeatures(response.request.url if response.request else response.url,
+                                anchor, parent, urlsplit(response.url).netloc, harvest, context,
+                                topical, distance)
+        relevant = self.policy.judged(response.url, relevance, link)
         self._total[0] += 1
         self._total[1] += relevant
         stats = self.stats
@@ -137,23 +144,13 @@ class FocusMiddleware:
         self._certainty += abs(2 * relevance - 1)
         stats.set_value("focus/confidence", round(self._certainty / self._total[0], 4))
         stats.inc_value(f"focus/relevance/{min(9, int(relevance * 10))}")
-        carried = response.meta.get(FOCUS_META)
-        if carried:
-            anchor, parent, harvest = carried[:3]
-            # (a request queued by an earlier version carries fewer fields)
-            context = carried[4] if len(carried) > 4 else ""
-            topical = carried[5] if len(carried) > 5 else None
-            distance = carried[3] if len(carried) > 3 else 0
-            self.scorer.outcome(LinkFeatures(response.request.url if response.request else
-                                             response.url, anchor, parent,
-                                             urlsplit(response.url).netloc, harvest, context,
-                                             topical, distance), relevant)
-            quality = self.scorer.quality
-            if quality is not None and quality != self._quality:
-                self._quality = quality
-                stats.set_value("focus/link_model/prior_auc", round(quality[0], 4))
-                stats.set_value("focus/link_model/learned_auc", round(quality[1], 4))
-                stats.set_value("focus/link_model/trusted", int(self.scorer.trusted))
+        scorer = self.policy.scorer
+        quality = scorer.quality
+        if link is not None and quality is not None and quality != self._quality:
+            self._quality = quality
+            stats.set_value("focus/link_model/prior_auc", round(quality[0], 4))
+            stats.set_value("focus/link_model/learned_auc", round(quality[1], 4))
+            stats.set_value("focus/link_model/trusted", int(scorer.trusted))
 
     @staticmethod
     def _text(response: Response) -> str | None:
@@ -191,23 +188,17 @@ class FocusMiddleware:
             yield from requests
             return
         carried = response.meta.get(FOCUS_META)
-        distance = 0 if relevance >= self.threshold else (carried[3] if carried else 0) + 1
-        if distance > self.tunnel:
+        distance = self.policy.distance(relevance, carried[3] if carried else None)
+        processed = response.meta.get("processed")
+        found = {link.url: link for link in processed.links} if processed else {}
+        scored = self.policy.scored(relevance, distance, [
+            Found(r.url, link.text, link.context) if (link := found.get(r.url)) else Found(r.url)
+            for r in requests])
+        if scored is None:
             if requests:
                 self.stats.inc_value("focus/dropped/tunnel", len(requests))
             return
-        processed = response.meta.get("processed")
-        found = {link.url: link for link in processed.links} if processed else {}
-        features = []
-        for r in requests:
-            link = found.get(r.url)
-            directory = directory_of(r.url)  # (the host, and where on it)
-            features.append(LinkFeatures(r.url, link.text if link else "", relevance,
-                                         directory[0], self.harvest.at(directory),
-                                         link.context if link else "", distance=distance))
-        features = self.scorer.described(features)
-        for request, link, score in zip(requests, features, self.scorer.scores(features),
-                                        strict=True):
+        for request, (link, score) in zip(requests, scored, strict=True):
             request.priority = round(score * SCORE_SCALE)
             request.meta[FOCUS_META] = (link.anchor, link.parent_relevance, link.harvest,
                                         distance, link.context, link.topical)
