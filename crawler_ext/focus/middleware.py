@@ -154,8 +154,11 @@ class FocusMiddleware:
 
     @staticmethod
     def _text(response: Response) -> str | None:
+        """The text to score, as a processor's worker scores it
+        (``PageClassifier.document_relevance``): an HTML page's whole visible text, another
+        kind's processed text."""
         processed = response.meta.get("processed")
-        if processed is not None:
+        if processed is not None and (processed.refused or processed.content_kind != "html"):
             return processed.text if not processed.refused else None
         if isinstance(response, TextResponse):
             return page_text(response.body, True)

@@ -72,7 +72,9 @@ class Processor(Protocol):
 
 
 class RelevanceScorer(Protocol):
-    """What scores a document's text in the workers (a focused crawl's page classifier):
-    its relevance to the crawl's topic, 0 to 1.  Pickled into each worker."""
+    """What scores a document in the workers (a focused crawl's page classifier): its
+    relevance to the crawl's topic, 0 to 1.  Pickled into each worker."""
 
-    def relevance(self, text: str) -> float: ...
+    def document_relevance(self, text: str, html: bytes | None) -> float:
+        """``text``: the processor's; ``html``: the body of an HTML document (None for other
+        kinds), which the scorer may read as it reads its own examples."""

@@ -48,8 +48,8 @@ class Runner:
         self.table = dict(table)
         self.min_words = min_words
         self.link_context = link_context  # the words around each link (a focused crawl)
-        # a focused crawl's page classifier (``relevance(text)``): each text's relevance
-        # goes in the metadata, computed here rather than on the crawl's reactor
+        # a focused crawl's page classifier: each document's relevance goes in the
+        # metadata, computed here rather than on the crawl's reactor
         self.scorer = scorer
         self._built: dict[str, Any] = {}
 
@@ -82,7 +82,8 @@ class Runner:
             processed = Processed(processor.content_kind, processor.name, refused="error",
                                   metadata={"error": f"{type(exc).__name__}: {exc}"[:200]})
         if self.scorer is not None and processed.text and not processed.refused:
-            relevance = round(float(self.scorer.relevance(processed.text)), 4)
+            relevance = round(float(self.scorer.document_relevance(
+                processed.text, document.body if processed.content_kind == "html" else None)), 4)
             processed = replace(processed, metadata={**processed.metadata,
                                                      "relevance": relevance})
         return processed, fingerprint_of(processed, document.body, self.min_words)
