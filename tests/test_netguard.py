@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import subprocess
+import sys
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -178,3 +180,51 @@ def test_a_new_connection_goes_straight_to_the_pin_or_the_standard_way() -> None
     assert pool._direct(TCP4ClientEndpoint(real_reactor, "127.0.0.3", 80)) is None
     Reactor.nameResolver = object()  # a resolver without the pins: the standard way
     assert pool._direct(endpoint("checked.test")) is None
+
+
+_CONNECTIONS_LEFT = """
+import gc, socket, sys
+gc.disable()  # what reference counting alone frees
+from twisted.internet import protocol, reactor, tcp
+from twisted.internet.endpoints import TCP4ClientEndpoint, _WrappingFactory
+from crawler_ext.hosts.direct import CycleFreeTCPEndpoint
+
+server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(8)
+ports = [server.getsockname()[1]] * 4
+left = [len(ports)]
+
+def over(_=None):
+    left[0] -= 1
+    if not left[0]:
+        reactor.callLater(0.1, reactor.stop)
+
+class Hangup(protocol.Protocol):
+    def connectionMade(self):
+        self.transport.loseConnection()
+
+    def connectionLost(self, reason):
+        over()
+
+kind = CycleFreeTCPEndpoint if sys.argv[1] == "cycle-free" else TCP4ClientEndpoint
+for port in ports:
+    kind(reactor, "127.0.0.1", port, timeout=5).connect(
+        protocol.Factory.forProtocol(Hangup)).addErrback(over)
+reactor.callLater(10, reactor.stop)
+reactor.run()
+print(sum(isinstance(o, (tcp.Client, tcp.Connector, _WrappingFactory)) for o in gc.get_objects()))
+"""
+
+
+def test_a_closed_direct_connection_is_freed_without_the_collector() -> None:
+    """``CycleFreeTCPEndpoint``: a connection made and closed leaves none of its transport,
+    connector and wrapping factory to the cyclic collector (Twisted's own endpoint leaves
+    all three, a cycle for each connection)."""
+    def left(kind: str) -> int:
+        run = subprocess.run([sys.executable, "-c", _CONNECTIONS_LEFT, kind], timeout=60,
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return int(run.stdout.split()[-1])
+
+    assert left("twisted") == 12  # the reference: 4 connections x 3 objects
+    assert left("cycle-free") == 0
+

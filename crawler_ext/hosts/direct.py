@@ -14,6 +14,18 @@ verified against the name.  Anything else (an unpinned, refused or forbidden nam
 endpoint of another kind, another resolver installed) goes the standard way, through the
 pinned resolver and its checks; a proxy's connection is judged by the proxy's name alike.
 Stats: ``hosts/connections_direct``, ``hosts/connections_resolved``.
+
+A direct connection also leaves no reference cycle behind.  Twisted's TCP endpoint keeps a
+closed connection's connector, transport and wrapping factory in cycles (the connector and
+its transport point at each other, the factory and the connector too, and the factory's
+Deferred may hold the protocol, which holds the transport), with Scrapy's
+client factory, the pool's callback and the connection's Deferred hanging from them: about
+14 objects a connection that reference counting cannot free, left for a full collection.  On
+a broad crawl almost every fetch opens a connection, and with the collector tuned for it
+(``CRAWLER_EXT_GC_THRESHOLD``) full collections are rare: at the end of a crawl of 4,000
+hosts, 8,276 closed connections waited.  :class:`CycleFreeTCPEndpoint` connects as Twisted's
+``TCP4ClientEndpoint``/``TCP6ClientEndpoint`` do and, when the connection is lost or fails,
+drops the back references, so that its objects are freed at once.
 """
 
 from __future__ import annotations
@@ -21,15 +33,52 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from twisted.internet import defer
 from twisted.internet.endpoints import (
     HostnameEndpoint,
     TCP4ClientEndpoint,
-    TCP6ClientEndpoint,
     _WrapperEndpoint,
+    _WrappingFactory,
 )
 from twisted.web.client import HTTPConnectionPool
 
-__all__ = ["DirectConnectionPool"]
+__all__ = ["CycleFreeTCPEndpoint", "DirectConnectionPool"]
+
+
+class _CycleFreeWrappingFactory(_WrappingFactory):
+    """Twisted's wrapping factory, dropping its connector, its connection's Deferred (fired
+    by then; it may hold the protocol, which holds the transport) and the connector's
+    transport once the connection is over: the connector reports it lost or failed after
+    its transport is closed, and none of the three is read again (an endpoint's connector
+    never reconnects)."""
+
+    def clientConnectionFailed(self, connector: Any, reason: Any) -> None:
+        super().clientConnectionFailed(connector, reason)
+        self._release(connector)
+
+    def clientConnectionLost(self, connector: Any, reason: Any) -> None:
+        super().clientConnectionLost(connector, reason)
+        self._release(connector)
+
+    def _release(self, connector: Any) -> None:
+        self.__dict__.pop("_connector", None)
+        self.__dict__.pop("_onConnection", None)
+        if getattr(connector, "transport", None) is not None:
+            connector.transport = None
+
+
+class CycleFreeTCPEndpoint(TCP4ClientEndpoint):
+    """A TCP client endpoint (IPv4 or IPv6: the reactor tells by the address) whose closed
+    connections are freed by reference counting."""
+
+    def connect(self, protocolFactory: Any) -> Any:
+        try:
+            wrapping = _CycleFreeWrappingFactory(protocolFactory)
+            self._reactor.connectTCP(self._host, self._port, wrapping, timeout=self._timeout,
+                                     bindAddress=self._bindAddress)
+            return wrapping._onConnection
+        except BaseException:
+            return defer.fail()
 
 
 class DirectConnectionPool(HTTPConnectionPool):
@@ -60,6 +109,6 @@ class DirectConnectionPool(HTTPConnectionPool):
             return None
         if not address:
             return None
-        kind = TCP6ClientEndpoint if ":" in address else TCP4ClientEndpoint
-        tcp = kind(self._reactor, address, port, timeout=timeout, bindAddress=bind)
+        tcp = CycleFreeTCPEndpoint(self._reactor, address, port, timeout=timeout,
+                                   bindAddress=bind)
         return tcp if wrapper is None else _WrapperEndpoint(tcp, wrapper)
