@@ -77,7 +77,7 @@ class CycleFreeTCPEndpoint(TCP4ClientEndpoint):
             self._reactor.connectTCP(self._host, self._port, wrapping, timeout=self._timeout,
                                      bindAddress=self._bindAddress)
             return wrapping._onConnection
-        except BaseException:
+        except Exception:  # noqa: BLE001 -- as Twisted's endpoint: the error is the Deferred's
             return defer.fail()
 
 
