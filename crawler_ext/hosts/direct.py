@@ -25,7 +25,9 @@ a broad crawl almost every fetch opens a connection, and with the collector tune
 (``CRAWLER_EXT_GC_THRESHOLD``) full collections are rare: at the end of a crawl of 4,000
 hosts, 8,276 closed connections waited.  :class:`CycleFreeTCPEndpoint` connects as Twisted's
 ``TCP4ClientEndpoint``/``TCP6ClientEndpoint`` do and, when the connection is lost or fails,
-drops the back references, so that its objects are freed at once.
+drops the back references, so that its objects are freed at once.  (A transport that never
+connected keeps a cycle of its own, its connect step as its read and write handlers, which
+Twisted may set again after the failure: left to the collector.)
 """
 
 from __future__ import annotations
