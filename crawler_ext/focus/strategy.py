@@ -1,6 +1,9 @@
 """The focus strategy: a link's score (0 to 100 in ``Request.priority``, given by the focus
 middleware's link scorer) decides its front-queue band, so the frontier's politeness,
-robots.txt, traps, dedup and archive stay exactly as in a general crawl.
+robots.txt, traps, dedup and archive stay exactly as in a general crawl.  On a local
+frontier a focused crawl keeps 101 bands, one a point of score (``CRAWLER_EXT_FRONTIER_BANDS``
+unset), so links leave the front queues in their scores' order; the Redis frontier's 16
+bands tie links up to 1/16 apart.
 
 ``CRAWLER_EXT_STRATEGY = "focus"`` (or ``CRAWLER_EXT_FOCUS_ENABLED``) chooses it.  It keeps
 no state of its own: the learned model lives in each worker's focus middleware (in a Redis
@@ -31,7 +34,8 @@ class FocusStrategy:
     def link(self, fp: int, key: str, depth: int, priority: int, page: int | None,
              demoted: bool) -> int:
         band = band_of(priority if page is not None or depth else SCORE_SCALE, self.bands)
-        return min(band + 1, self.bands - 1) if demoted else band
+        # a URL pattern that keeps duplicating: 1/16 of the scores lower, as one band of 16
+        return min(band + max(1, self.bands // 16), self.bands - 1) if demoted else band
 
     def rediscovered(self, page: int, fp: int, url: str, depth: int, priority: int) -> None:
         return None

@@ -73,10 +73,14 @@ def draw_bands(runs: list[Run]) -> Callable[[Any], bool]:
                 continue
             xs = [s["time"] - origin for s in samples]
             width = max(len(s["frontier"]["bands"]) for s in samples)
-            bands = [[(s["frontier"]["bands"] + [0] * width)[b] for s in samples]
-                     for b in range(width)]
+            # at most 16 layers (a focused crawl keeps 101 bands): neighbours drawn as one
+            groups = [[b for b in range(width) if b * min(width, 16) // width == g]
+                      for g in range(min(width, 16))]
+            bands = [[sum((s["frontier"]["bands"] + [0] * width)[b] for b in group)
+                      for s in samples] for group in groups]
             ax.stackplot(xs, *bands, alpha=0.6, labels=None if labelled else
-                         [f"front queue, band {b}" for b in range(width)])
+                         [f"front queue, band {g[0]}" if len(g) == 1 else
+                          f"front queue, bands {g[0]}-{g[-1]}" for g in groups])
             labelled = True
         drawn = plot_lines(ax, series(runs, lambda s: (s.get("frontier") or {}).get("queued")),
                        "queued (all bands, back queues included)", color="#1f4e79")
