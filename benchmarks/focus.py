@@ -29,8 +29,8 @@ TOPICS = ("sqlite", "apache", "sqlalchemy")
 PERTURBED = 5
 #: the real crawls: the pack as a user runs it with examples only, and its parts turned off
 REAL = [("the pack, examples only", {}),
-        # a focused crawl's frontier keeps 101 bands, one a point of score, by default
-        ("the same, 16 bands", {"CRAWLER_EXT_FRONTIER_BANDS": 16}),
+        # a band a point of score: links in their scores' exact order (docs/focus.md)
+        ("the same, 101 bands", {"CRAWLER_EXT_FRONTIER_BANDS": 101}),
         ("the same, no exploration", {"CRAWLER_EXT_FOCUS_EXPLORATION": 0.0}),
         ("the same, 16 active hosts", {"CRAWLER_EXT_FOCUS_ACTIVE_HOSTS": 16}),
         ("the same, learning off", {"CRAWLER_EXT_FOCUS_LEARN": False}),

@@ -144,11 +144,11 @@ def test_the_focus_strategy_maps_scores_onto_bands() -> None:
     assert many.link(4, "h", 1, 90, 1, True) == many.link(2, "h", 1, 90, 1, False) + 6
 
 
-def test_a_focused_frontier_serves_links_in_their_scores_order_one_point_apart() -> None:
-    """Built as a crawl builds it: a focused crawl on a local frontier keeps a band a point of
-    score, so a link scored 0.99 found after one scored 0.95 leaves first (in 16 bands the two
-    tie and go first come, first served); set bands, their weights or the Redis frontier keep
-    their own."""
+def test_a_focused_frontier_in_101_bands_serves_links_one_point_of_score_apart() -> None:
+    """Built as a crawl builds it: with ``CRAWLER_EXT_FRONTIER_BANDS`` 101 a focused crawl
+    keeps a band a point of score, so a link scored 0.99 found after one scored 0.95 leaves
+    first; in the 16 bands of the default the two tie and go first come, first served.  The
+    default weights of 101 bands span what those of 16 do."""
     from types import SimpleNamespace
 
     from scrapy.settings import Settings
@@ -156,36 +156,26 @@ def test_a_focused_frontier_serves_links_in_their_scores_order_one_point_apart()
     from crawler_ext.frontier import Entry, Outcome
     from crawler_ext.frontier.adapter.factory import make_frontier, make_strategy
 
-    focus = {"CRAWLER_EXT_FOCUS_ENABLED": True}
-    crawler = SimpleNamespace(settings=Settings(focus), stats=None)
-    strategy = make_strategy(crawler)
-    assert strategy.bands == config.frontier_bands(crawler.settings) == config.FOCUS_BANDS
-    frontier = make_frontier(crawler, 0.5, best_first=True).frontier
-    weights = config.band_weights(crawler.settings)
-    assert len(weights) == 101 and weights[0] / weights[-1] == 2.0 ** 15
     order = []
-    for bands, backend in ((101, frontier), (16, None)):
-        if backend is None:
-            crawler16 = SimpleNamespace(settings=Settings(
-                {**focus, "CRAWLER_EXT_FRONTIER_BANDS": 16}), stats=None)
-            strategy = make_strategy(crawler16)
-            backend = make_frontier(crawler16, 0.5, best_first=True).frontier
+    for bands in (101, 16):
+        crawler = SimpleNamespace(settings=Settings({"CRAWLER_EXT_FOCUS_ENABLED": True,
+                                                     "CRAWLER_EXT_FRONTIER_BANDS": bands}),
+                                  stats=None)
+        strategy = make_strategy(crawler)
+        frontier = make_frontier(crawler, 0.5, best_first=True).frontier
         assert strategy.bands == bands
+        weights = config.band_weights(crawler.settings)
+        assert len(weights) == bands and weights[0] / weights[-1] == 2.0 ** 15
         for n, (host, priority) in enumerate((("a.test", 95), ("b.test", 99))):
             band = strategy.link(n + 1, host, 1, priority, 7, False)
-            backend.add([Entry(host, band, host.encode(), fp=n + 1)])
+            frontier.add([Entry(host, band, host.encode(), fp=n + 1)])
         served = []
         for _ in range(2):
-            entry = backend.next(100.0)
+            entry = frontier.next(100.0)
             served.append(entry.key)
-            backend.done(entry, Outcome(200, 0.0), 100.0)
+            frontier.done(entry, Outcome(200, 0.0), 100.0)
         order.append(served)
     assert order == [["b.test", "a.test"], ["a.test", "b.test"]]
-    assert config.frontier_bands(Settings({**focus, "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS":
-                                           [2, 1]})) == 16
-    assert config.frontier_bands(Settings({**focus,
-                                           "CRAWLER_EXT_FRONTIER_BACKEND": "redis"})) == 16
-    assert config.frontier_bands(Settings({})) == 16
     assert config.band_weights(Settings({})) == [2.0 ** (15 - b) for b in range(16)]
 
 

@@ -45,7 +45,8 @@ class Command(ScrapyCrawlCommand):
                 strategy_class(config.get(self.settings, "CRAWLER_EXT_STRATEGY"))
                 if config.get(self.settings, "CRAWLER_EXT_FRONTIER_BACKEND") != "redis":
                     # where the frontier is kept, and with which engine (nothing is opened)
-                    make_store(self.settings, config.frontier_bands(self.settings))
+                    make_store(self.settings, config.get(self.settings,
+                                                         "CRAWLER_EXT_FRONTIER_BANDS"))
             except (config.ConfigError, ImportError, NameError, ValueError) as exc:
                 raise UsageError(str(exc), print_help=False) from None
         if config.get(self.settings, "CRAWLER_EXT_FRONTIER_BACKEND") == "redis":

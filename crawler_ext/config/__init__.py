@@ -9,14 +9,12 @@ read a setting; domain code never imports this package.
 from __future__ import annotations
 
 from crawler_ext.config.registry import (
-    FOCUS_BANDS,
     SETTINGS,
     ConfigError,
     Setting,
     band_weights,
     default_text,
     focus_enabled,
-    frontier_bands,
     get,
     validate_all,
 )
@@ -26,6 +24,6 @@ from crawler_ext.config.scrapyside import (
     use_bundled_public_suffix_list,
 )
 
-__all__ = ["FOCUS_BANDS", "SETTINGS", "ConfigError", "Setting", "band_weights", "default_text",
-           "enabled_component", "enabled_settings", "focus_enabled", "frontier_bands", "get",
+__all__ = ["SETTINGS", "ConfigError", "Setting", "band_weights", "default_text",
+           "enabled_component", "enabled_settings", "focus_enabled", "get",
            "use_bundled_public_suffix_list", "validate_all"]

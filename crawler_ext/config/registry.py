@@ -28,8 +28,8 @@ from crawler_ext.config.types import (
     strategy_name,
 )
 
-__all__ = ["FOCUS_BANDS", "SETTINGS", "ConfigError", "Setting", "band_weights", "default_text",
-           "focus_enabled", "frontier_bands", "get", "validate_all"]
+__all__ = ["SETTINGS", "ConfigError", "Setting", "band_weights", "default_text",
+           "focus_enabled", "get", "validate_all"]
 
 
 def focus_enabled(settings: Any) -> bool:
@@ -49,36 +49,13 @@ def focus_enabled(settings: Any) -> bool:
     return bool(enabled) or strategy == "focus"
 
 
-#: a focused crawl's bands on a local frontier: one a point of a link's score
-#: (``Request.priority`` 0 to 100), so links leave the front queues in their scores' order.
-#: In 16 bands, links up to 1/16 apart tie and go first come, first served: measured on the
-#: focus benchmark's three webs (real crawls, three alternated pairs each), harvest 0.367 /
-#: 0.476 / 0.537 in 101 bands against 0.275 / 0.384 / 0.397 in 16.
-FOCUS_BANDS = 101
-
-
-def frontier_bands(settings: Any) -> int:
-    """The frontier's bands: ``CRAWLER_EXT_FRONTIER_BANDS`` where it or the bands' weights
-    are set; otherwise
-    ``FOCUS_BANDS`` for a focused crawl on a local frontier and the setting's default (16)
-    for any other crawl (the Redis frontier keeps at most 16)."""
-    getpriority = getattr(settings, "getpriority", None)
-    said = any(getpriority(name) is not None if getpriority else
-               settings is not None and name in settings
-               for name in ("CRAWLER_EXT_FRONTIER_BANDS", "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS"))
-    if not said and focus_enabled(settings) and \
-            get(settings, "CRAWLER_EXT_FRONTIER_BACKEND") != "redis":
-        return FOCUS_BANDS
-    return get(settings, "CRAWLER_EXT_FRONTIER_BANDS")
-
-
 def band_weights(settings: Any) -> list[float]:
     """CRAWLER_EXT_FRONTIER_BAND_WEIGHTS, or by default each band half the weight of the one
     above it (the lowest 1): a better band goes first almost always, no band starves.  Past
     16 bands the weight halves every 1/15 of the bands instead, so the top band weighs 2^15
-    times the lowest whatever their number (a focused crawl's exploration picks spread over
-    the scores as they do in 16 bands, and no weight leaves a float's range)."""
-    bands = frontier_bands(settings)
+    times the lowest whatever their number (a focused crawl's exploration picks in 101 bands
+    spread over the scores as they do in 16, and no weight leaves a float's range)."""
+    bands = get(settings, "CRAWLER_EXT_FRONTIER_BANDS")
     weights = get(settings, "CRAWLER_EXT_FRONTIER_BAND_WEIGHTS")
     if weights:
         return weights
@@ -182,8 +159,8 @@ _SPECS = [
             "Relative dequeue weights of the priority bands, highest band first; default: "
             "each band half the weight of the band above it."),
     Setting("CRAWLER_EXT_FRONTIER_BANDS", 16, number(int, 1),
-            "Number of priority bands (front queues; at most 16 with the Redis frontier); "
-            "unset, a focused crawl on a local frontier keeps 101, one a point of score."),
+            "Number of priority bands (front queues; at most 16 with the Redis frontier); a "
+            "focused crawl may keep 101, one a point of score (docs/focus.md)."),
     Setting("CRAWLER_EXT_FRONTIER_DISK_ENGINE", "rocksdb", choice("rocksdb", "sqlite"),
             "Key-value engine of the disk frontier: rocksdb (chosen by benchmark) or sqlite."),
     Setting("CRAWLER_EXT_FRONTIER_DISK_PATH", None, optional_str,
@@ -430,7 +407,7 @@ def validate_all(settings: Any) -> None:
     for name in settings:
         if str(name).startswith("CRAWLER_EXT_") and name not in SETTINGS:
             raise ConfigError(f"{name}: unknown setting (see the settings in the docs)")
-    bands = frontier_bands(settings)
+    bands = get(settings, "CRAWLER_EXT_FRONTIER_BANDS")
     weights = band_weights(settings)
     if len(weights) != bands:
         raise ConfigError(f"CRAWLER_EXT_FRONTIER_BAND_WEIGHTS: {len(weights)} weights for "

@@ -1,9 +1,9 @@
 """The focus strategy: a link's score (0 to 100 in ``Request.priority``, given by the focus
 middleware's link scorer) decides its front-queue band, so the frontier's politeness,
-robots.txt, traps, dedup and archive stay exactly as in a general crawl.  On a local
-frontier a focused crawl keeps 101 bands, one a point of score (``CRAWLER_EXT_FRONTIER_BANDS``
-unset), so links leave the front queues in their scores' order; the Redis frontier's 16
-bands tie links up to 1/16 apart.
+robots.txt, traps, dedup and archive stay exactly as in a general crawl.  In the default 16
+bands links up to 1/16 apart tie and go first come, first served; with
+``CRAWLER_EXT_FRONTIER_BANDS`` 101 (a local frontier) they leave in their scores' order
+(docs/focus.md has both measured).
 
 ``CRAWLER_EXT_STRATEGY = "focus"`` (or ``CRAWLER_EXT_FOCUS_ENABLED``) chooses it.  It keeps
 no state of its own: the learned model lives in each worker's focus middleware (in a Redis

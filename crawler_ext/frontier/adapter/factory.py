@@ -67,7 +67,7 @@ def make_frontier(crawler: Crawler, refresh_share: float,
         backend = load_object(shared)(crawler, policy, weights, refresh_share)
         return FrontierParts(backend, journal=None, shared=backend)
     stats: Any = crawler.stats
-    store = make_store(crawler.settings, config.frontier_bands(crawler.settings))
+    store = make_store(crawler.settings, get("CRAWLER_EXT_FRONTIER_BANDS"))
     frontier = Frontier(
         store, policy, weights,
         max_active_keys=get("CRAWLER_EXT_FRONTIER_MAX_ACTIVE_HOSTS"),
@@ -90,18 +90,18 @@ def make_strategy(crawler: Crawler) -> CrawlingStrategy:
     name = "focus" if config.focus_enabled(s) else get("CRAWLER_EXT_STRATEGY")
     if name == "default":
         rank_file = get("CRAWLER_EXT_FRONTIER_HOST_RANK_FILE")
-        return DefaultStrategy(Scorer(config.frontier_bands(s),
+        return DefaultStrategy(Scorer(get("CRAWLER_EXT_FRONTIER_BANDS"),
                                       load_host_ranks(rank_file) if rank_file else None),
                                refresh_share=get("CRAWLER_EXT_RECRAWL_SHARE"))
     if name == "focus":  # (named by its path, as Scrapy names components: no package cycle)
         from scrapy.utils.misc import load_object
 
-        return load_object(STRATEGIES["focus"])(config.frontier_bands(s),
+        return load_object(STRATEGIES["focus"])(get("CRAWLER_EXT_FRONTIER_BANDS"),
                                                 get("CRAWLER_EXT_RECRAWL_SHARE"))
     cls = strategy_class(name)
     strategy = build_from_crawler(cls, crawler) if hasattr(cls, "from_crawler") else cls()
     _check_strategy(name, strategy, ("bands", "refresh_share"))
-    if strategy.bands != config.frontier_bands(s):
+    if strategy.bands != get("CRAWLER_EXT_FRONTIER_BANDS"):
         raise config.ConfigError(f"CRAWLER_EXT_STRATEGY={name} scores into {strategy.bands} "
                                  f"bands: set CRAWLER_EXT_FRONTIER_BANDS to the same")
     return strategy
