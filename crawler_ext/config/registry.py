@@ -157,7 +157,8 @@ _SPECS = [
             "(durable, every entry also in memory) or redis (distributed)."),
     Setting("CRAWLER_EXT_FRONTIER_BAND_WEIGHTS", None, band_weights_value,
             "Relative dequeue weights of the priority bands, highest band first; default: "
-            "each band half the weight of the band above it."),
+            "each band half the weight of the band above it (past 16 bands, half every "
+            "1/15 of them)."),
     Setting("CRAWLER_EXT_FRONTIER_BANDS", 16, number(int, 1),
             "Number of priority bands (front queues; at most 16 with the Redis frontier); a "
             "focused crawl may keep 101, one a point of score (docs/focus.md)."),

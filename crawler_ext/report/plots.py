@@ -73,7 +73,7 @@ def draw_bands(runs: list[Run]) -> Callable[[Any], bool]:
                 continue
             xs = [s["time"] - origin for s in samples]
             width = max(len(s["frontier"]["bands"]) for s in samples)
-            # at most 16 layers (a focused crawl keeps 101 bands): neighbours drawn as one
+            # at most 16 layers (a focused crawl may keep 101 bands): neighbours drawn as one
             groups = [[b for b in range(width) if b * min(width, 16) // width == g]
                       for g in range(min(width, 16))]
             bands = [[sum((s["frontier"]["bands"] + [0] * width)[b] for b in group)
