@@ -66,6 +66,29 @@ def _series(path: Path) -> None:
     path.write_text("\n".join(json.dumps(line) for line in lines) + '\n{"type": "sam')
 
 
+def test_more_than_16_bands_are_drawn_in_16_layers() -> None:
+    """A focused crawl may keep 101 bands: neighbours share a layer, no URL is lost."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from crawler_ext.report.plots import draw_bands
+    from crawler_ext.report.runs import Run
+
+    samples = [{"time": 100.0 + i, "frontier": {"bands": [1] * 101, "queued": 101}}
+               for i in range(3)]
+    figure, ax = plt.subplots()
+    assert draw_bands([Run({"time": 100.0}, samples)])(ax)
+    layers = ax.collections[:16]
+    labels = [c.get_label() for c in layers]
+    assert len([c for c in ax.collections if "front queue" in c.get_label()]) == 16
+    assert labels[0] == "front queue, bands 0-6" and labels[-1] == "front queue, bands 95-100"
+    top = max(path.vertices[:, 1].max() for c in layers for path in c.get_paths())
+    assert top == 101  # every band counted once
+    plt.close(figure)
+
+
 def test_a_series_cut_by_a_kill_still_draws(tmp_path: Path) -> None:
     _series(tmp_path / REPORT_NAME)
     (run,) = load(tmp_path / REPORT_NAME)
