@@ -72,7 +72,8 @@ GAP = 1.8  # seconds: a shorter gap between two fetches of one host is a politen
 
 class LagProbe:
     """An extension measuring the reactor's lag: a call every 10 ms, how late it ran;
-    ``reactor/lag_p99_ms`` and ``reactor/lag_max_ms`` in the stats at close."""
+    ``reactor/lag_p99_ms`` and ``reactor/lag_max_ms`` in the stats at close; and the crawl
+    process's own CPU seconds (its workers' not counted), ``benchmark/crawl_process_cpu_s``."""
 
     def __init__(self, crawler: Any) -> None:
         from scrapy import signals
@@ -102,6 +103,9 @@ class LagProbe:
     def closed(self, spider: Any = None) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        self.crawler.stats.set_value("benchmark/crawl_process_cpu_s",
+                                     round(own.ru_utime + own.ru_stime, 2))
         if self.lags:
             lags = sorted(self.lags)
             stats = self.crawler.stats
@@ -174,6 +178,9 @@ def _figures(run: dict[str, Any], server: BroadWebServer, warmup: float) -> dict
             "robots": len(robots_violations(log, server.web)),
             "dns_per_name": sum(queries.values()) / max(1, len(queries)),
             "lag_p99": run["stats"].get("reactor/lag_p99_ms"),
+            # the crawl process's own CPU a page, ms (its workers' not counted)
+            "crawl_ms_page": 1000 * run["stats"].get("benchmark/crawl_process_cpu_s", 0)
+            / max(1, len(pages)),
             "errors": run["errors"], "tracebacks": run["tracebacks"], "code": run["code"]}
 
 

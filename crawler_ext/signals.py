@@ -40,6 +40,8 @@ storage_failed = object()
 #: figures now: ``queued``, ``bands`` (list, or None for a shared frontier), ``delayed``,
 #: ``active_hosts``, ``in_flight`` (the crawl report samples it); ``refuse_known``, a callable
 #: (request) -> bool that refuses a known link at once (the known-links spider middleware);
+#: ``refuse_known_link``, a callable (url, page_url, depth, priority) -> bool that does the same
+#: for a link before a request is made for it (the reference spider);
 #: ``schedule_refresh``, a callable (url, due, history=None) -> bool that queues a fetch again
 #: at ``due`` (``history``: the page's change history as plain data, carried in the entry)
 #: (the recrawl middleware); ``lease_key``, a callable (request) -> the politeness key an

@@ -16,6 +16,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.response import get_base_url
 
 from crawler_ext import config
+from crawler_ext.frontier.knownlinks import KnownLinkFilter
 from crawler_ext.hosts.directives import page_directives
 from crawler_ext.processors.links import extract_links, is_safe_url
 from crawler_ext.processors.middleware import PROCESSED_META
@@ -102,6 +103,7 @@ class WebSpider(scrapy.Spider):
         # method per request had it read and parse the source again (1.1 ms) whenever the
         # one it had cached was freed
         self._callback = self.parse
+        self.known_links: KnownLinkFilter | None = None  # (from_crawler sets it)
         # seeds are checked in from_crawler, where the settings say whether Redis feeds them
         self.seeds, domains, self.max_pages = parse_arguments(seeds, allowed_domains, max_pages,
                                                               require_seeds=False)
@@ -115,6 +117,10 @@ class WebSpider(scrapy.Spider):
             parse_arguments(None)  # raises: missing seeds
         if spider.max_pages:
             crawler.settings.set("CLOSESPIDER_PAGECOUNT", spider.max_pages, priority="spider")
+        # links the frontier knows (most of a page's: its site's navigation) are refused
+        # before a request is made for them: each cost a request and the spider middlewares'
+        # chain (on the broad web, 11 % of the crawl process's CPU a page: docs/broad.md)
+        spider.known_links = KnownLinkFilter(crawler)
         return spider
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
@@ -151,8 +157,11 @@ class WebSpider(scrapy.Spider):
         else:
             yield self._item(response, request, directives, links)
         callback = self._callback
+        known = self.known_links.for_page(response) if links and self.known_links else None
         for url in links:
             if is_safe_url(url):  # already as Scrapy would make it: not parsed again
+                if known is not None and known(url):
+                    continue  # (refused, counted and credited to this page)
                 request = scrapy.Request(url, callback=callback, meta=_VERBATIM)
                 del request.meta["verbatim_url"]  # (a redirect's Location is still made safe)
                 yield request

@@ -1,6 +1,7 @@
-"""The CPU fast paths (#20) change no answer: a crawl with the known-links spider middleware
-(known links refused before the engine) fetches exactly the URLs the same crawl fetches
-without it, with the same politeness, and refuses known links in the middleware."""
+"""The CPU fast paths (#20) change no answer: a crawl whose known links are refused by the
+reference spider before a request is made for them, or by the known-links spider middleware
+before the engine, fetches exactly the URLs the same crawl fetches without either, with the
+same politeness, and refuses the same known links."""
 
 from __future__ import annotations
 
@@ -15,11 +16,17 @@ from testweb import politeness_violations, read_log
 OFF = '{"crawler_ext.frontier.adapter.knownlinks.KnownLinksMiddleware": null}'
 
 
+#: the reference spider's known-link filter steps aside with DUPEFILTER_DEBUG (every refused
+#: request logged): the middleware's path then
+MIDDLEWARE = {"DUPEFILTER_DEBUG": True}
+
+
 @pytest.mark.slow
 def test_refusing_known_links_before_the_engine_fetches_the_same_urls(testweb_factory,
                                                                        tmp_path: Path) -> None:
     fetched, results = [], []
-    for name, extra in (("on", {}), ("off", {"SPIDER_MIDDLEWARES": OFF})):
+    for name, extra in (("spider", {}), ("middleware", MIDDLEWARE),
+                        ("off", {"SPIDER_MIDDLEWARES": OFF, **MIDDLEWARE})):
         web = testweb_factory(hosts=8, pages=10, hazards=False)
         result = run_crawl("-a", f"seeds={web.seeds_path}",
                            items_path=tmp_path / f"{name}.jsonl",
@@ -31,11 +38,18 @@ def test_refusing_known_links_before_the_engine_fetches_the_same_urls(testweb_fa
         fetched.append(sorted((e.host.split(".")[0], e.path) for e in log))
         results.append(result)
         web.stop()
-    on, off = results
-    assert fetched[0] == fetched[1] and len(fetched[0]) > 80
-    # the same links were refused as known; with the middleware, before the engine's round
-    assert on.stat("frontier/known_links") == off.stat("frontier/known_links") > 100
-    assert on.stat("dupefilter/filtered") == off.stat("dupefilter/filtered")
-    assert on.stat("scheduler/enqueued") == off.stat("scheduler/enqueued")
-    assert on.stat("frontier/known_links/before_engine") == on.stat("frontier/known_links")
+    spider, middleware, off = results
+    assert fetched[0] == fetched[1] == fetched[2] and len(fetched[0]) > 80
+    # the same links were refused as known: by the spider before a request was made for
+    # them, by the middleware before the engine's round, or by the scheduler
+    for name in ("frontier/known_links", "dupefilter/filtered", "scheduler/enqueued"):
+        assert spider.stat(name) == middleware.stat(name) == off.stat(name), name
+    known = spider.stat("frontier/known_links")
+    assert known > 100
+    assert spider.stat("frontier/known_links/before_request") > known * 0.9
+    assert spider.stat("frontier/known_links/before_request") + \
+        spider.stat("frontier/known_links/before_engine") == known
+    assert middleware.stat("frontier/known_links/before_engine") == known
+    assert middleware.stat("frontier/known_links/before_request") == 0
     assert off.stat("frontier/known_links/before_engine") == 0
+    assert off.stat("frontier/known_links/before_request") == 0

@@ -146,10 +146,11 @@ STATS: list[Stat] = [
     Stat(("dedup/workers/fallback",),
          "pages fingerprinted on the reactor thread because the dedup worker processes could "
          "not be used (no asyncio reactor, a worker died; logged once)"),
-    Stat(("frontier/known_links", "frontier/known_links/before_engine"),
+    Stat(("frontier/known_links", "frontier/known_links/before_engine",
+          "frontier/known_links/before_request"),
          "links refused at once because their exact spelling was recently admitted or found "
          "seen; of them, refused by the known-links spider middleware before the engine's "
-         "round"),
+         "round; refused by the reference spider before a request was made for them"),
     Stat(("recrawl/due", "recrawl/fetched", "recrawl/sitemap_lastmod"),
          "recrawl mode: refreshes scheduled (a due time per fetched HTML page); refreshes "
          "fetched; refreshes brought forward by a sitemap's newer <lastmod>"),

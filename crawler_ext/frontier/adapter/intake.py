@@ -188,6 +188,20 @@ class Intake:
             return True
         return False
 
+    def refuse_known_link(self, url: str, page: str, depth: int, priority: int) -> bool:
+        """True if ``url``, a plain GET link found on the page whose URL is ``page``, at
+        ``depth`` with ``priority``, is known: refused, counted and credited to the page as
+        :meth:`refuse_known` would, before a request is made for it (the reference spider
+        asks this for each link; ``url`` must be spelled as its request's would be)."""
+        known = self.known.get(url)
+        if known is None or self.blocklist.blocked(url):
+            return False
+        self._inc("dupefilter/filtered")
+        self._inc("frontier/known_links")
+        self._inc("frontier/known_links/before_request")
+        self.strategy.rediscovered(self._page_fp(page), known, url, depth, priority)
+        return True
+
     def _refuse_known(self, request: Request) -> bool:
         if request.dont_filter or request.method != "GET":
             return False

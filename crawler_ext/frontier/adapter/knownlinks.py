@@ -14,6 +14,14 @@ scheduler it passes the links on.
 It also caps the links one page may add: past ``CRAWLER_EXT_MAX_OUTLINKS_PER_PAGE`` requests
 from one response the rest are dropped (``admission/rejected/max_outlinks``; logged once per
 host), so one page cannot queue a budget sink of 200,000 URLs.
+
+``KnownLinkFilter`` goes one step earlier, for a spider that yields its links as plain GET
+requests (the reference spider): it refuses a known link before a request is made for it,
+credited to the page as the path through Scrapy's depth and referer middlewares would credit
+it (``frontier/known_links/before_request``).  It steps aside wherever that path could decide
+otherwise: a focused crawl (its middleware scores a page's links together), a referrer policy
+or a depth or referer middleware other than Scrapy's defaults, a depth limit passed, a link
+from https to http (no Referer), ``DUPEFILTER_DEBUG`` or ``DEPTH_STATS_VERBOSE``.
 """
 
 from __future__ import annotations
@@ -26,11 +34,15 @@ from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy.spidermiddlewares.depth import DepthMiddleware
+from scrapy.spidermiddlewares.referer import DefaultReferrerPolicy, RefererMiddleware
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
 
 from crawler_ext import config
 from crawler_ext.signals import frontier_opened
 
-__all__ = ["KnownLinksMiddleware"]
+__all__ = ["KnownLinkFilter", "KnownLinksMiddleware"]
 
 logger = logging.getLogger(__name__)
 
@@ -85,3 +97,66 @@ class KnownLinksMiddleware(BaseSpiderMiddleware):
                         "admission/rejected/max_outlinks)", response.url[:200],
                         self.max_outlinks)
         return False
+
+
+#: Scrapy's default referrer policy, as the setting may name it: a link's request gets its
+#: page's URL as Referer, except from https to http
+_DEFAULT_POLICY = ("scrapy-default", "scrapy.spidermiddlewares.referer.DefaultReferrerPolicy",
+                   DefaultReferrerPolicy)
+
+
+class KnownLinkFilter:
+    """``for_page(response)``: a predicate (url) -> True for a link of that page the frontier
+    knows, refused and credited at once; None where refusing before the spider middlewares
+    could differ from refusing after them (module docstring)."""
+
+    def __init__(self, crawler: Any) -> None:
+        settings = crawler.settings
+        self.crawler = crawler  # (its stats are set once the crawl starts)
+        self.depth_limit = settings.getint("DEPTH_LIMIT")
+        self.depth_priority = settings.getint("DEPTH_PRIORITY")
+        self.usable = self._usable(settings)
+        self.refuse: Callable[[str, str, int, int], bool] | None = None
+        crawler.signals.connect(self.frontier_opened, signal=frontier_opened)
+
+    @staticmethod
+    def _usable(settings: Any) -> bool:
+        if config.get(settings, "CRAWLER_EXT_FOCUS_ENABLED"):
+            return False
+        if settings.getbool("DUPEFILTER_DEBUG") or settings.getbool("DEPTH_STATS_VERBOSE"):
+            return False
+        if not settings.getbool("REFERER_ENABLED") or \
+                settings.get("REFERRER_POLICY") not in _DEFAULT_POLICY:
+            return False
+        middlewares = [load_object(m) if isinstance(m, str) else m
+                       for m in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES"))]
+        return DepthMiddleware in middlewares and RefererMiddleware in middlewares
+
+    def frontier_opened(self, refuse_known_link: Callable[[str, str, int, int], bool] | None
+                        = None, **_: Any) -> None:
+        self.refuse = refuse_known_link if self.usable else None
+
+    def for_page(self, response: Any) -> Callable[[str], bool] | None:
+        refuse = self.refuse
+        page = response.url
+        if refuse is None or b"Referrer-Policy" in response.headers or "#" in page or \
+                "@" in page.partition("://")[2].partition("/")[0]:
+            return None  # (the Referer would not be the page's URL as it is)
+        depth = response.meta.get("depth", 0) + 1
+        if self.depth_limit and depth > self.depth_limit:
+            return None  # the depth middleware drops these links: nothing to credit
+        priority = -depth * self.depth_priority
+        downgrade = page.startswith("https:")
+        counted = False
+
+        def known(url: str) -> bool:
+            nonlocal counted
+            if downgrade and url.startswith("http:"):
+                return False
+            if not refuse(url, page, depth, priority):
+                return False
+            if not counted:  # as the depth middleware would
+                self.crawler.stats.max_value("request_depth_max", depth)
+                counted = True
+            return True
+        return known

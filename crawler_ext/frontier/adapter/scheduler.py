@@ -132,6 +132,7 @@ class FrontierScheduler(BaseScheduler):
             robots = parts.robots
             sig.send_catch_log(frontier_opened, progress=parts.figures.now,
                                refuse_known=self.refuse_known,
+                               refuse_known_link=self.refuse_known_link,
                                schedule_refresh=self.schedule_refresh,
                                lease_key=parts.inflight.key_of,
                                robots_allows=robots.allows if robots else allow_all,
@@ -206,6 +207,9 @@ class FrontierScheduler(BaseScheduler):
 
     def refuse_known(self, request: Request) -> bool:
         return self.parts.intake.refuse_known(request)
+
+    def refuse_known_link(self, url: str, page: str, depth: int, priority: int) -> bool:
+        return self.parts.intake.refuse_known_link(url, page, depth, priority)
 
     def report_decisions(self, listener: Callable[..., None]) -> None:
         """Tell ``listener`` of each URL refused and key parked from now on (``kind``,
