@@ -210,7 +210,8 @@ def bench_broad(quick: bool, concurrencies: list[int] | None = None,
             def med(key: str) -> Any:
                 values = [f[key] for f in figures if f[key] is not None]
                 return statistics.median(values) if values else "-"
-            rows.append([name, med("pages_s"), med("pages_cpu_s"), med("cpu_cores"),
+            rows.append([name, med("pages_s"), med("pages_cpu_s"), med("crawl_ms_page"),
+                         med("cpu_cores"),
                          med("rss_mib"), med("rss_per_host"), med("rss_beyond_base"),
                          med("hosts"), med("to_1000"),
                          sum(f["gaps"] for f in figures), sum(f["robots"] for f in figures),
@@ -219,7 +220,8 @@ def bench_broad(quick: bool, concurrencies: list[int] | None = None,
                          sum(f["tracebacks"] for f in figures)])
         table(f"Broad crawl, {hosts:,} hosts, CONCURRENT_REQUESTS {concurrency}, {duration} s "
               f"each, median of {runs} alternated run(s)",
-              ["crawler", "pages/s after warm-up", "pages per CPU-s", "cores", "peak RSS MiB",
+              ["crawler", "pages/s after warm-up", "pages per CPU-s",
+               "crawl process's CPU ms a page", "cores", "peak RSS MiB",
                "RSS B per host met", "RSS B per host beyond start-up", "hosts with a page",
                "s to 1,000 hosts",
                f"gaps < {GAP} s", "robots.txt violations", "DNS queries per name",
