@@ -53,3 +53,45 @@ def test_refusing_known_links_before_the_engine_fetches_the_same_urls(testweb_fa
     assert middleware.stat("frontier/known_links/before_request") == 0
     assert off.stat("frontier/known_links/before_engine") == 0
     assert off.stat("frontier/known_links/before_request") == 0
+
+
+def test_the_known_link_filter_steps_aside_where_the_middlewares_path_could_differ() -> None:
+    from scrapy.http import HtmlResponse, Request
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from crawler_ext.frontier.knownlinks import KnownLinkFilter
+
+    def usable(**settings: object) -> bool:
+        return KnownLinkFilter(get_crawler(settings_dict=settings)).usable
+
+    assert usable()
+    assert not usable(CRAWLER_EXT_FOCUS_ENABLED=True)  # links scored together
+    assert not usable(DUPEFILTER_DEBUG=True)
+    assert not usable(DEPTH_STATS_VERBOSE=True)
+    assert not usable(REFERER_ENABLED=False)
+    assert not usable(REFERRER_POLICY="same-origin")
+    assert not usable(SPIDER_MIDDLEWARES={
+        "scrapy.spidermiddlewares.referer.RefererMiddleware": None})
+
+    crawler = get_crawler(settings_dict={"DEPTH_LIMIT": 3, "DEPTH_PRIORITY": 1})
+    crawler.stats = MemoryStatsCollector(crawler)
+    told: list[tuple] = []
+    known_links = KnownLinkFilter(crawler)
+    known_links.frontier_opened(refuse_known_link=lambda *a: told.append(a) or True)
+
+    def page(url: str, depth: int = 0, **headers: str) -> HtmlResponse:
+        return HtmlResponse(url, body=b"<html></html>", headers=headers,
+                            request=Request(url, meta={"depth": depth}))
+
+    known = known_links.for_page(page("https://a.example/p", depth=1))
+    assert known is not None
+    assert not known("http://b.example/x")  # https to http: no Referer on that path
+    assert known("https://b.example/x")
+    # credited to the page, at its links' depth, with the depth middleware's priority
+    assert told == [("https://b.example/x", "https://a.example/p", 2, -2)]
+    assert crawler.stats.get_value("request_depth_max") == 2  # as the depth middleware keeps it
+    assert known_links.for_page(page("https://a.example/p", depth=3)) is None  # past the limit
+    assert known_links.for_page(page("https://a.example/p", **{"Referrer-Policy": "origin"})) \
+        is None
+    assert known_links.for_page(page("https://u:p@a.example/p")) is None
