@@ -34,10 +34,8 @@ from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
-from scrapy.spidermiddlewares.depth import DepthMiddleware
-from scrapy.spidermiddlewares.referer import DefaultReferrerPolicy, RefererMiddleware
+from scrapy.spidermiddlewares.referer import DefaultReferrerPolicy
 from scrapy.utils.conf import build_component_list
-from scrapy.utils.misc import load_object
 
 from crawler_ext import config
 from crawler_ext.signals import frontier_opened
@@ -105,6 +103,11 @@ _DEFAULT_POLICY = ("scrapy-default", "scrapy.spidermiddlewares.referer.DefaultRe
                    DefaultReferrerPolicy)
 
 
+#: Scrapy's own depth and referer middlewares, whose path the filter stands in for
+_DEPTH = "scrapy.spidermiddlewares.depth.DepthMiddleware"
+_REFERER = "scrapy.spidermiddlewares.referer.RefererMiddleware"
+
+
 class KnownLinkFilter:
     """``for_page(response)``: a predicate (url) -> True for a link of that page the frontier
     knows, refused and credited at once; None where refusing before the spider middlewares
@@ -128,9 +131,11 @@ class KnownLinkFilter:
         if not settings.getbool("REFERER_ENABLED") or \
                 settings.get("REFERRER_POLICY") not in _DEFAULT_POLICY:
             return False
-        middlewares = [load_object(m) if isinstance(m, str) else m
-                       for m in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES"))]
-        return DepthMiddleware in middlewares and RefererMiddleware in middlewares
+        # compared by path: nothing of the project's is imported here (Scrapy does it, and
+        # reports what does not import)
+        paths = {m if isinstance(m, str) else f"{m.__module__}.{m.__qualname__}"
+                 for m in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES"))}
+        return _DEPTH in paths and _REFERER in paths
 
     def frontier_opened(self, refuse_known_link: Callable[[str, str, int, int], bool] | None
                         = None, **_: Any) -> None:
