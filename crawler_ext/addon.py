@@ -3,8 +3,9 @@
 It sets, at the add-on priority (so a project's own settings still win): the frontier scheduler,
 the Bloom seen set, the caching DNS resolver, the SSRF guard (first downloader middleware),
 the content processors (HTML, PDF, feeds, text, images), content dedup, the known-links spider
-middleware, the WARC pipeline, the stats-file extension, the crawl report's time series and,
-under the Twisted reactor, the HTTP handler that closes idle connections after
+middleware, Scrapy's offsite and meta-refresh middlewares in a cheaper form that decides the
+same (``crawler_ext.runtime.stock``), the WARC pipeline, the stats-file extension, the crawl
+report's time series and, under the Twisted reactor, the HTTP handler that closes idle connections after
 ``CRAWLER_EXT_KEEPALIVE_TIMEOUT``; and it turns off what would fight the frontier: Scrapy's
 ``RobotsTxtMiddleware`` (the frontier fetches robots.txt itself, paced, and ``ROBOTSTXT_OBEY``
 still decides), ``DOWNLOAD_DELAY`` and AutoThrottle (the frontier's per-host politeness
@@ -129,6 +130,7 @@ class Addon:
         else:
             _set_handler(settings, KEEPALIVE_HANDLER, "addon")
         kept = []
+        _replace_stock_middlewares(settings)
         for name, path, order in _COMPONENTS:
             if order is None:
                 # switched off under the import path Scrapy's *_BASE dict enables it by (a
@@ -145,6 +147,20 @@ class Addon:
             "frontier fetches robots.txt and paces each host)%s",
             "".join(f"; {note}" for note in notes + (
                 [f"the project's own order kept for {', '.join(kept)}"] if kept else [])))
+
+
+def _replace_stock_middlewares(settings: Any) -> None:
+    """Scrapy's offsite and meta-refresh middlewares replaced by the pack's cheaper ones at
+    their order (``crawler_ext.runtime.stock``), unless the project lists Scrapy's own."""
+    from crawler_ext.runtime.stock import REPLACED
+
+    base = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE")
+    listed = {_path(key) for key in settings.getdict("DOWNLOADER_MIDDLEWARES")}
+    for stock, ours in REPLACED.items():
+        if stock in listed or base.get(stock) is None:
+            continue
+        settings["DOWNLOADER_MIDDLEWARES"].set(stock, None, priority="addon")
+        settings["DOWNLOADER_MIDDLEWARES"].set(ours, base[stock], priority="addon")
 
 
 def _default_max_delay() -> float:

@@ -95,3 +95,125 @@ def test_the_known_link_filter_steps_aside_where_the_middlewares_path_could_diff
     assert known_links.for_page(page("https://a.example/p", **{"Referrer-Policy": "origin"})) \
         is None
     assert known_links.for_page(page("https://u:p@a.example/p")) is None
+
+
+# -- Scrapy's offsite and meta-refresh middlewares, cheaper, deciding the same ------------------
+
+def _stock_pair(name: str, settings: dict | None = None, allowed: list | None = None):
+    """Scrapy's middleware and the pack's, each on its own crawler with the same spider."""
+    from scrapy import Spider
+    from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware as Offsite
+    from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware as MetaRefresh
+    from scrapy.utils.test import get_crawler
+
+    from crawler_ext.runtime import stock
+
+    pair = []
+    for cls in ((Offsite, stock.OffsiteMiddleware) if name == "offsite" else
+                (MetaRefresh, stock.MetaRefreshMiddleware)):
+        crawler = get_crawler(Spider, settings or {})
+        crawler.spider = crawler._create_spider("s")
+        if allowed is not None:
+            crawler.spider.allowed_domains = allowed
+        middleware = cls.from_crawler(crawler)
+        if name == "offsite":
+            middleware.spider_opened(crawler.spider)
+        pair.append((middleware, crawler))
+    return pair
+
+
+def _offsite_answer(middleware, url: str) -> str:
+    from scrapy import Request
+    from scrapy.exceptions import IgnoreRequest
+
+    answers = []
+    for call in (middleware.process_request, middleware.request_scheduled):
+        try:
+            call(Request(url), None) if call == middleware.request_scheduled else call(Request(url))
+            answers.append("go")
+        except IgnoreRequest:
+            answers.append("ignored")
+    return "/".join(answers)
+
+
+def test_the_offsite_replacement_filters_as_scrapys_does() -> None:
+    urls = ["http://a.test/", "http://sub.a.test/x", "http://b.test/", "http://1.2.3.4/",
+            "https://a.test.evil/"]
+    for allowed in (None, [], ["a.test"]):
+        (scrapy_mw, scrapy_crawler), (ours, our_crawler) = _stock_pair("offsite", allowed=allowed)
+        for url in urls:
+            assert _offsite_answer(ours, url) == _offsite_answer(scrapy_mw, url), (allowed, url)
+        assert our_crawler.stats.get_stats() == scrapy_crawler.stats.get_stats()
+        # allowed_domains set during the crawl: filtered from then on, as Scrapy filters
+        for crawler in (scrapy_crawler, our_crawler):
+            crawler.spider.allowed_domains = ["b.test"]
+        for url in urls:
+            assert _offsite_answer(ours, url) == _offsite_answer(scrapy_mw, url), (allowed, url)
+    assert _offsite_answer(ours, "http://a.test/") == "ignored/ignored"
+
+
+REFRESH = '<meta http-equiv="{word}" content="0;url={url}">'
+
+
+def _pages():
+    """(body, Content-Type) pairs, a meta refresh in some, spelled in every way Scrapy finds."""
+    plain = "<html><head><title>t</title></head><body>" + "<p>words and words</p>" * 50
+    yield plain.encode(), "text/html; charset=utf-8"
+    for word in ("refresh", "REFRESH", "Refresh", "&#82;efresh", "&#x72;efresh"):
+        page = plain.replace("<title>", REFRESH.format(word=word, url="/next") + "<title>")
+        yield page.encode(), "text/html; charset=utf-8"
+        yield page.encode("latin-1"), "text/html; charset=iso-8859-1"
+        yield page.encode("utf-16"), "text/html; charset=utf-16"
+        yield page.encode("cp500"), "text/html; charset=cp500"  # EBCDIC: no ASCII bytes
+        yield page.encode("utf-16"), "text/html"  # found by its byte-order mark
+    in_script = plain.replace("<title>", "<script>" + REFRESH.format(word="refresh", url="/s")
+                              + "</script><title>")
+    yield in_script.encode(), "text/html"
+    late = plain + "x" * 20_000 + REFRESH.format(word="refresh", url="/late")
+    yield late.encode(), "text/html; charset=utf-8"
+    yield ("é" * 3000 + REFRESH.format(word="refresh", url="/utf8")).encode(), "text/html"
+    yield b"&#" + plain.encode(), "text/html; charset=utf-8"
+
+
+def test_the_meta_refresh_replacement_follows_what_scrapys_follows() -> None:
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+
+    from crawler_ext.runtime.stock import may_refresh
+
+    (scrapy_mw, _), (ours, _) = _stock_pair("metarefresh")
+    followed, skipped = 0, 0
+    for body, ctype in _pages():
+        answers = []
+        for middleware in (scrapy_mw, ours):
+            request = Request("http://a.test/page")
+            response = HtmlResponse("http://a.test/page", body=body,
+                                    headers={"Content-Type": ctype}, request=request)
+            answer = middleware.process_response(request, response)
+            answers.append(answer.url if isinstance(answer, Request) else "response")
+        assert answers[0] == answers[1], (body[:120], ctype)
+        followed += answers[0] != "response"
+        skipped += not may_refresh(HtmlResponse("http://a.test/", body=body,
+                                                headers={"Content-Type": ctype}))
+    # every spelling in every encoding Scrapy decodes (not cp500: Scrapy reads it as ASCII
+    # and finds nothing), and the page of non-ASCII text; the plain pages skipped undecoded
+    assert followed == 5 * 4 + 1 and skipped >= 3
+
+
+def test_the_add_on_replaces_scrapys_two_middlewares_unless_the_project_lists_them() -> None:
+    from scrapy.settings import Settings
+
+    from crawler_ext.addon import Addon
+    from crawler_ext.runtime.stock import REPLACED
+
+    settings = Settings()
+    Addon().update_settings(settings)
+    middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    base = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE")
+    for scrapys, ours in REPLACED.items():
+        assert middlewares[scrapys] is None and middlewares[ours] == base[scrapys]
+    offsite = "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware"
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {offsite: 55}})
+    Addon().update_settings(settings)
+    middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert middlewares[offsite] == 55 and REPLACED[offsite] not in middlewares

@@ -228,3 +228,82 @@ def test_a_closed_direct_connection_is_freed_without_the_collector() -> None:
     assert left("twisted") == 12  # the reference: 4 connections x 3 objects
     assert left("cycle-free") == 0
 
+
+
+# -- a known host's look-up answered from the resolver's cache, without Deferreds -------------
+
+FAST_PATH_SCRIPT = """
+import asyncio, json, sys
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.test import get_crawler
+from twisted.internet import asyncioreactor
+asyncioreactor.install()
+from twisted.internet import defer, reactor
+from crawler_ext.hosts.dns import CachingResolver, DnsCache
+from crawler_ext.hosts.guard import NetworkGuard
+from crawler_ext.hosts.netguard import NetworkGuardMiddleware
+from testweb.dns import listen_dns
+
+fast = sys.argv[1] == "fast"
+port = listen_dns("web.test", 10, ttl=300)
+resolver = CachingResolver(reactor, servers=[("127.0.0.1", port)], timeout=5,
+                           cache=DnsCache(100, 300.0, 60.0), hosts_file=None,
+                           guard=NetworkGuard(["127.0.0.0/8"]))
+resolver.install_on_reactor()
+crawler = get_crawler(settings_dict={"CRAWLER_EXT_ALLOWED_NETWORKS": "127.0.0.0/8"})
+middleware = NetworkGuardMiddleware.from_crawler(crawler)
+resolver.attach_stats(crawler.stats)
+asked = []
+if not fast:  # the cache's answers go the standard way: Twisted's chain of Deferreds
+    resolver.answer_now = lambda name: None
+wrapped = resolver.getHostByName
+resolver.getHostByName = lambda name, *a: (asked.append(name), wrapped(name, *a))[1]
+
+async def main():
+    out = []
+    for step in ("h0001.web.test", "h0001.web.test", "H0001.WEB.TEST", "refuse",
+                 "h0001.web.test", "h0002.web.test", "nxdomain.other.test",
+                 "nxdomain.other.test"):
+        if step == "refuse":  # the resolver's guard no longer allows the cached address
+            resolver.guard = NetworkGuard([])
+            continue
+        try:
+            await middleware.process_request(Request(f"http://{step}/"))
+            out.append([step, middleware.pins.get(step)])
+        except IgnoreRequest as exc:
+            out.append([step, "ignored"])
+    stats = {k: v for k, v in crawler.stats.get_stats().items() if k.startswith(("dns/", "netguard/"))}
+    print(json.dumps({"out": out, "stats": stats, "asked": asked}))
+
+def run():
+    d = defer.Deferred.fromFuture(asyncio.ensure_future(main()))
+    d.addBoth(lambda _: reactor.stop())
+
+reactor.callWhenRunning(run)
+reactor.run()
+"""
+
+
+def test_a_known_hosts_look_up_is_answered_from_the_cache_as_the_resolver_answers_it() -> None:
+    import json
+
+    from conftest import ROOT
+
+    runs = {}
+    for mode in ("fast", "standard"):
+        proc = subprocess.run([sys.executable, "-c", FAST_PATH_SCRIPT, mode], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    fast, standard = runs["fast"], runs["standard"]
+    # the same decisions and pins, the same counts
+    assert fast["out"] == standard["out"]
+    assert fast["stats"] == standard["stats"]
+    assert fast["out"][0] == fast["out"][1] == ["h0001.web.test", "127.0.0.1"], fast
+    # once the resolver's guard refuses the cached address, the look-up fails closed
+    assert fast["out"][3] == ["h0001.web.test", ""]  # REFUSED: its connection resolves to nothing
+    assert fast["stats"]["dns/cache_hits"] == 3 and fast["stats"]["dns/queries"] >= 2
+    # the fast path asked the resolver's chain only for what it did not have at hand
+    assert fast["asked"].count("h0001.web.test") == 2  # the first look-up, the refused one
+    assert standard["asked"].count("h0001.web.test") == 4

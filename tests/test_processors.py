@@ -384,3 +384,29 @@ def test_the_directives_the_html_processor_reads_are_the_pages_own() -> None:
         processed = HtmlProcessor().process(Document(response.url, "text/html", {}, body))
         found = processed.metadata["directives"]
         assert page_directives(response, found=found) == page_directives(response), body
+
+
+def test_the_links_fast_paths_resolve_as_urljoin_does(monkeypatch) -> None:
+    """Links already in Scrapy's form and root-relative ones skip urljoin: on random hrefs
+    (dot segments, ports, ';', '%', user info, upper case, white space...) and bases, the
+    answers are those of the standard path alone."""
+    import random
+
+    from crawler_ext.processors import links
+
+    pieces = list("ab/.?#;:@%20xX-_~!$&'()*+,=[]\\ \t") + [
+        "//", "/./", "/../", "http://", "https://", "HTTP://", "h1.x", ":80", ":99999", "..",
+        "%2e", "xn--a", "user@", "é", "%zz"]
+    bases = ["http://h1.x:80/p/1?q=1", "https://a.b/c/d", "http://a.b", "http://A.b/x",
+             "http://a.b/x#f", "http://u@a.b/x", "http://1.2.3.4/x", "http://a.b:99999/",
+             "http://a.b/./x", "http://a.b/x;y?z"]
+    rng = random.Random(7)
+    cases = []
+    for _ in range(20_000):
+        href = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
+        href = ("/" if rng.random() < 0.5 else "") + href
+        cases.append((rng.choice(bases), ("http://h2.y" if rng.random() < 0.2 else "") + href))
+    fast = [links.extract_links(base, [href]) for base, href in cases]
+    monkeypatch.setattr(links, "is_safe_url", lambda url: False)  # urljoin for every link
+    assert fast == [links.extract_links(base, [href]) for base, href in cases]
+    assert sum(1 for urls, _ in fast if urls) > 10_000

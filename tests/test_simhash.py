@@ -255,3 +255,21 @@ def test_normalise_is_the_words_of_the_lowered_text_whatever_the_characters() ->
     for _ in range(3000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
         assert normalise(text) == " ".join(word.findall(text.lower())), repr(text)
+
+
+def test_white_space_and_control_characters_are_normalised_before_the_shingles() -> None:
+    """An ASCII text's bytes are checked with numpy (not str.isprintable): every text gives
+    the shingles of its words one space apart."""
+    import random
+
+    import numpy as np
+
+    from crawler_ext.dedup.simhash import _shingle_hashes
+
+    rng = random.Random(5)
+    pieces = list("abc ") + [" ", "  ", "\t", "\n", "\x00", "\x7f", "\x1f", "é", "\u2028",
+                             "\xa0", "\u3000", "\u200b", "x"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        words = " ".join(text.split())
+        assert np.array_equal(_shingle_hashes(text, 3), _shingle_hashes(words, 3)), repr(text)

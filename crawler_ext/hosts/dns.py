@@ -177,6 +177,20 @@ class CachingResolver:
             self._query(name).addBoth(self._answered, name)
         return self._guarded(waiter, name)
 
+    def answer_now(self, name: str) -> str | None:
+        """The address :meth:`getHostByName` would give for ``name`` at once from its cache,
+        the guard allowing it (counted as the cache hit it is); None wherever it would not
+        answer that way -- a name it has not cached, a cached failure, a name of
+        ``CRAWLER_EXT_HOSTS`` or the hosts file, an address the guard refuses: ask it then."""
+        name = name.lower().rstrip(".")
+        if self.hosts.lookup(name) is not None or name in self.static:
+            return None
+        hit, address = self.cache.get(name)
+        if not hit or address is None or not self.guard.allows(address):
+            return None
+        self._inc("dns/cache_hits")
+        return address
+
     # -- internals ---------------------------------------------------------------------------
     def _query(self, name: str) -> defer.Deferred[tuple[str, float]]:
         """(address, ttl) of ``name``: A first, else AAAA; CNAME chains followed."""

@@ -141,6 +141,9 @@ class NetworkGuardMiddleware:
                 from crawler_ext.hosts.pinning import pinned_resolver
 
                 resolver = pinned_resolver(reactor, self.pins, self.guard.allows, self._dropped)
+                address = resolver.answer_now(host)  # a known host: its cached answer
+                if address is not None:
+                    return address
                 addresses = await maybe_deferred_to_future(resolver.lookup(host, self.timeout))
                 return addresses[0]
             import asyncio  # Scrapy's reactorless mode

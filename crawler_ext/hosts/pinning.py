@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from sys import intern
-from typing import Any
+from typing import Any, Protocol
 
 from twisted.internet import defer
 from twisted.internet.address import IPv4Address, IPv6Address
@@ -34,7 +34,13 @@ from zope.interface import implementer
 
 from crawler_ext.hosts.addresses import literal_address
 
-__all__ = ["REFUSED", "AddressPins", "PinnedNameResolver", "pinned_resolver"]
+__all__ = ["REFUSED", "AddressPins", "AnswersNow", "PinnedNameResolver", "pinned_resolver"]
+
+class AnswersNow(Protocol):
+    """A simple resolver that can tell its answer for a name at once, when it has one."""
+
+    def answer_now(self, name: str) -> str | None: ...
+
 
 #: the pin of a name whose look-up by the guard failed: its connection resolves to nothing
 REFUSED = ""
@@ -101,11 +107,22 @@ class PinnedNameResolver:
     """The reactor's name resolver with the guard in front (see the module's doc)."""
 
     def __init__(self, inner: Any, pins: AddressPins, allows: Callable[[str], bool],
-                 refused: Callable[[str, str], None] = lambda name, address: None) -> None:
+                 refused: Callable[[str, str], None] = lambda name, address: None,
+                 simple: Any = None) -> None:
         self.inner = inner
         self.pins = pins
         self.allows = allows
         self.refused = refused  # (name, address): an unpinned answer the guard dropped
+        # the simple resolver ``inner`` asks, where it can answer from its cache at once
+        # (an ``AnswersNow``: the pack's caching resolver)
+        self.simple: AnswersNow | None = simple if callable(
+            getattr(simple, "answer_now", None)) else None
+
+    def answer_now(self, name: str) -> str | None:
+        """What :meth:`lookup` would give first for ``name``, where the wrapped resolver has it
+        at hand (its cache, the guard allowing it); else None: call :meth:`lookup`.  Saves a
+        request that goes to a known host the Deferreds and the timer of a look-up."""
+        return self.simple.answer_now(name) if self.simple is not None else None
 
     def lookup(self, name: str, timeout: float) -> defer.Deferred[list[str]]:
         """Every address the wrapped resolver gives for ``name`` now (not the pin): the
@@ -194,6 +211,11 @@ def pinned_resolver(reactor: Any, pins: AddressPins, allows: Callable[[str], boo
     current = reactor.nameResolver
     if getattr(current, "pins", None) is pins:
         return current
-    wrapper = PinnedNameResolver(current, pins, allows, refused)
+    # Twisted's wrapper of the installed simple resolver (``installResolver``): that resolver
+    # answers the look-ups, so its cached answers are the look-ups' answers
+    simple = getattr(reactor, "resolver", None)
+    if getattr(current, "_simpleResolver", None) is not simple:
+        simple = None
+    wrapper = PinnedNameResolver(current, pins, allows, refused, simple)
     reactor.installNameResolver(wrapper)
     return wrapper
