@@ -12,11 +12,12 @@ and pages they let through unchanged:
   once; with them, Scrapy's own code decides.  ``allowed_domains`` is read at every request,
   as Scrapy reads it, so a spider that sets them during the crawl is filtered from then on.
 * ``MetaRefreshMiddleware`` decodes every HTML page and searches its first 4,096 characters
-  for ``<meta http-equiv="refresh">`` (after removing scripts, comments and entities).  Here
+  for ``<meta http-equiv="refresh">``, as a browser reads it (character references decoded,
+  scripts skipped).  Here
   a page whose encoding writes ASCII letters as ASCII bytes, and whose first 16 KiB hold
-  neither the word ``refresh`` in any case nor an ``&#`` (a numeric entity can spell a
-  letter), cannot hold one, and goes on without being decoded; any other page goes through
-  Scrapy's code.
+  neither the word ``refresh`` in any case nor an ``&#`` (a numeric character reference can
+  spell a letter), cannot hold one, and goes on without being decoded (about 20 against
+  90 us for a 16 KiB head); any other page goes through Scrapy's code.
 """
 
 from __future__ import annotations
@@ -60,7 +61,10 @@ class OffsiteMiddleware(ScrapyOffsiteMiddleware):
 
 #: how many bytes hold the 4,096 characters Scrapy searches: 4 bytes a character at most
 HEAD_BYTES = 4 * 4096
-_REFRESH = re.compile(rb"refresh", re.IGNORECASE)
+_REFRESH = re.compile(rb"refresh")
+#: a numeric character reference can spell a letter (HTML's named ones spell none of
+#: "refresh": the only one of ASCII letters is "&fjlig;")
+_CHARACTER_REFERENCE = re.compile(rb"&#")
 #: encodings (codecs' names) in which text's ASCII letters are exactly its ASCII bytes, and
 #: no other bytes decode to them
 _ASCII_LETTERS_AS_BYTES = frozenset(
@@ -85,8 +89,9 @@ def may_refresh(response: Any) -> bool:
     """False only where the page's first 4,096 characters cannot hold a meta refresh:
     no ``refresh`` and no ``&#`` in its first ``HEAD_BYTES`` bytes, in an encoding that
     writes ASCII letters as themselves."""
-    head = response.body[:HEAD_BYTES]
-    if b"&#" in head or _REFRESH.search(head) is not None:
+    head = response.body[:HEAD_BYTES].lower()  # (a case-blind expression is 5x slower)
+    if _REFRESH.search(head) is not None or (b"&" in head and _CHARACTER_REFERENCE.search(
+            head) is not None):
         return True
     return _codec(response.encoding) not in _ASCII_LETTERS_AS_BYTES
 
