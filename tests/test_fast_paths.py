@@ -173,6 +173,9 @@ def _pages():
     yield late.encode(), "text/html; charset=utf-8"
     yield ("é" * 3000 + REFRESH.format(word="refresh", url="/utf8")).encode(), "text/html"
     yield b"&#" + plain.encode(), "text/html; charset=utf-8"
+    for end in (4096, 4097):  # the meta's last character Scrapy's 4,096th, or the next
+        meta = REFRESH.format(word="refresh", url="/edge")
+        yield ("x" * (end - len(meta)) + meta).encode(), "text/html; charset=utf-8"
 
 
 def test_the_meta_refresh_replacement_follows_what_scrapys_follows() -> None:
@@ -196,8 +199,9 @@ def test_the_meta_refresh_replacement_follows_what_scrapys_follows() -> None:
         skipped += not may_refresh(HtmlResponse("http://a.test/", body=body,
                                                 headers={"Content-Type": ctype}))
     # every spelling in every encoding Scrapy decodes (not cp500: Scrapy reads it as ASCII
-    # and finds nothing), and the page of non-ASCII text; the plain pages skipped undecoded
-    assert followed == 5 * 4 + 1 and skipped >= 3
+    # and finds nothing), the page of non-ASCII text and the meta that ends at the
+    # 4,096th character (not the one a character later); the plain pages skipped undecoded
+    assert followed == 5 * 4 + 1 + 1 and skipped >= 3
 
 
 def test_the_add_on_replaces_scrapys_two_middlewares_unless_the_project_lists_them() -> None:
