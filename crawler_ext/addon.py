@@ -130,7 +130,10 @@ class Addon:
         else:
             _set_handler(settings, KEEPALIVE_HANDLER, "addon")
         kept = []
-        _replace_stock_middlewares(settings)
+        replaced = _replace_stock_middlewares(settings)
+        if replaced:
+            notes.append(f"Scrapy's {' and '.join(replaced)} in a cheaper form that decides "
+                         f"the same")
         for name, path, order in _COMPONENTS:
             if order is None:
                 # switched off under the import path Scrapy's *_BASE dict enables it by (a
@@ -149,18 +152,22 @@ class Addon:
                 [f"the project's own order kept for {', '.join(kept)}"] if kept else [])))
 
 
-def _replace_stock_middlewares(settings: Any) -> None:
+def _replace_stock_middlewares(settings: Any) -> list[str]:
     """Scrapy's offsite and meta-refresh middlewares replaced by the pack's cheaper ones at
-    their order (``crawler_ext.runtime.stock``), unless the project lists Scrapy's own."""
+    their order (``crawler_ext.runtime.stock``), unless the project lists Scrapy's own; the
+    names of those replaced."""
     from crawler_ext.runtime.stock import REPLACED
 
     base = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE")
     listed = {_path(key) for key in settings.getdict("DOWNLOADER_MIDDLEWARES")}
+    replaced = []
     for stock, ours in REPLACED.items():
         if stock in listed or base.get(stock) is None:
             continue
         settings["DOWNLOADER_MIDDLEWARES"].set(stock, None, priority="addon")
         settings["DOWNLOADER_MIDDLEWARES"].set(ours, base[stock], priority="addon")
+        replaced.append(stock.rsplit(".", 1)[1])
+    return replaced
 
 
 def _default_max_delay() -> float:
