@@ -5,13 +5,13 @@ the Bloom seen set, the caching DNS resolver, the SSRF guard (first downloader m
 the content processors (HTML, PDF, feeds, text, images), content dedup, the known-links spider
 middleware, Scrapy's offsite and meta-refresh middlewares in a cheaper form that decides the
 same (``crawler_ext.runtime.stock``), the WARC pipeline, the stats-file extension, the crawl
-report's time series and, under the Twisted reactor, the HTTP handler that closes idle connections after
-``CRAWLER_EXT_KEEPALIVE_TIMEOUT``; and it turns off what would fight the frontier: Scrapy's
-``RobotsTxtMiddleware`` (the frontier fetches robots.txt itself, paced, and ``ROBOTSTXT_OBEY``
-still decides), ``DOWNLOAD_DELAY`` and AutoThrottle (the frontier's per-host politeness
-governs); ``CONCURRENT_ITEMS`` goes from 100 to 8 (Scrapy starts that many tasks for each
-response's output, however little it yields). A project's own ``DOWNLOAD_DELAY`` (Scrapy's
-project template sets 1 s) becomes the frontier's per-host floor,
+report's time series and, under the Twisted reactor, the HTTP handler that closes idle
+connections after ``CRAWLER_EXT_KEEPALIVE_TIMEOUT``; and it turns off what would fight the
+frontier: Scrapy's ``RobotsTxtMiddleware`` (the frontier fetches robots.txt itself, paced, and
+``ROBOTSTXT_OBEY`` still decides), ``DOWNLOAD_DELAY`` and AutoThrottle (the frontier's
+per-host politeness governs); ``CONCURRENT_ITEMS`` goes from 100 to 8 (Scrapy starts that many
+tasks for each response's output, however little it yields). A project's own
+``DOWNLOAD_DELAY`` (Scrapy's project template sets 1 s) becomes the frontier's per-host floor,
 ``CRAWLER_EXT_POLITENESS_MIN_DELAY``, unless that is set; a project that forces AutoThrottle on
 keeps it, and the scheduler warns once at start. A project that sets another ``SCHEDULER``
 contradicts the add-on: the crawl stops with one line. ``CRAWLER_EXT_*`` settings tune it as

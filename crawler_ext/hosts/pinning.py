@@ -36,6 +36,7 @@ from crawler_ext.hosts.addresses import literal_address
 
 __all__ = ["REFUSED", "AddressPins", "AnswersNow", "PinnedNameResolver", "pinned_resolver"]
 
+
 class AnswersNow(Protocol):
     """A simple resolver that can tell its answer for a name at once, when it has one."""
 

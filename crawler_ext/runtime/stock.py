@@ -60,8 +60,6 @@ class OffsiteMiddleware(ScrapyOffsiteMiddleware):
 
 #: how many bytes hold the 4,096 characters Scrapy searches: 4 bytes a character at most
 HEAD_BYTES = 4 * 4096
-# (a numeric character reference can spell a letter; of HTML's named ones only "&fjlig;"
-# spells ASCII letters, and "fj" is not in "refresh")
 #: encodings (codecs' names) in which text's ASCII letters are exactly its ASCII bytes, and
 #: no other bytes decode to them
 _ASCII_LETTERS_AS_BYTES = frozenset(
@@ -84,12 +82,14 @@ def _codec(encoding: str) -> str:
 
 def may_refresh(response: Any) -> bool:
     """False only where the page's first 4,096 characters cannot hold a meta refresh:
-    no ``refresh`` and no ``&#`` in its first ``HEAD_BYTES`` bytes, in an encoding that
-    writes ASCII letters as themselves."""
+    no ``refresh`` in any case and no ``&#`` in the bytes that hold them (``HEAD_BYTES``, or
+    4,096 where those are ASCII), in an encoding that writes ASCII letters as themselves."""
     head = response.body[:HEAD_BYTES]
     if head[:4096].isascii():  # 4,096 ASCII bytes are the 4,096 characters
         head = head[:4096]
     head = head.lower()  # (a case-blind expression is 5x slower)
+    # a numeric character reference can spell a letter; of HTML's named ones only
+    # "&fjlig;" spells ASCII letters, and "fj" is not in "refresh"
     if b"refresh" in head or (b"&" in head and b"&#" in head):
         return True
     return _codec(response.encoding) not in _ASCII_LETTERS_AS_BYTES
