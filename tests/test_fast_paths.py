@@ -127,9 +127,12 @@ def _offsite_answer(middleware, url: str) -> str:
     from scrapy.exceptions import IgnoreRequest
 
     answers = []
-    for call in (middleware.process_request, middleware.request_scheduled):
+    for path in ("downloader middleware", "request_scheduled"):
         try:
-            call(Request(url), None) if call == middleware.request_scheduled else call(Request(url))
+            if path == "request_scheduled":
+                middleware.request_scheduled(Request(url), None)
+            else:
+                middleware.process_request(Request(url))
             answers.append("go")
         except IgnoreRequest:
             answers.append("ignored")
