@@ -25,6 +25,8 @@ from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES
 
+from crawler_ext.config.scrapyside import component_path
+
 __all__ = ["Addon"]
 
 logger = logging.getLogger(__name__)
@@ -88,10 +90,10 @@ class Addon:
         addon = SETTINGS_PRIORITIES["addon"]
         scheduler = settings.get("SCHEDULER")
         if settings.getpriority("SCHEDULER") > addon and \
-                _path(scheduler) not in SCHEDULER_PATHS:
+                component_path(scheduler) not in SCHEDULER_PATHS:
             raise AddonConflict(
                 f"crawler_ext.Addon needs SCHEDULER = {SCHEDULER!r}, but the project sets "
-                f"{_path(scheduler)!r}: remove that setting or the add-on")
+                f"{component_path(scheduler)!r}: remove that setting or the add-on")
         notes = []
         delay_priority = settings.getpriority("DOWNLOAD_DELAY") or 0
         delay = settings.getfloat("DOWNLOAD_DELAY")
@@ -159,7 +161,7 @@ def _replace_stock_middlewares(settings: Any) -> list[str]:
     from crawler_ext.runtime.stock import REPLACED
 
     base = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE")
-    listed = {_path(key) for key in settings.getdict("DOWNLOADER_MIDDLEWARES")}
+    listed = {component_path(key) for key in settings.getdict("DOWNLOADER_MIDDLEWARES")}
     replaced = []
     for stock, ours in REPLACED.items():
         if stock in listed or base.get(stock) is None:
@@ -182,15 +184,11 @@ def _render_enabled(settings: Any) -> bool:
     return bool(config.get(settings, "CRAWLER_EXT_RENDER_ENABLED"))
 
 
-def _path(value: Any) -> str:
-    return value if isinstance(value, str) else f"{value.__module__}.{value.__qualname__}"
-
-
 def _overridden(settings: Any, name: str, path: str) -> bool:
     """Whether the project lists the component itself (by any of its public paths)."""
     short = path.rsplit(".", 1)[1]
-    return any(_path(key).rsplit(".", 1)[1] == short and _path(key).startswith("crawler_ext.")
-               for key in settings.getdict(name))
+    paths = [component_path(key) for key in settings.getdict(name)]
+    return any(p.rsplit(".", 1)[1] == short and p.startswith("crawler_ext.") for p in paths)
 
 
 def _set_handler(settings: Any, handler: str, priority: str) -> None:

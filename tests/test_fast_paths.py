@@ -176,6 +176,10 @@ def _pages():
     yield late.encode(), "text/html; charset=utf-8"
     yield ("é" * 3000 + REFRESH.format(word="refresh", url="/utf8")).encode(), "text/html"
     yield b"&#" + plain.encode(), "text/html; charset=utf-8"
+    # the real page layouts kept for the rendering tests (WordPress, Gatsby, Next.js, app
+    # shells): none refreshes; each is compared as it is
+    for page in sorted((Path(__file__).parent / "data" / "render").glob("*.html")):
+        yield page.read_bytes(), "text/html; charset=utf-8"
     for end in (4096, 4097):  # the meta's last character Scrapy's 4,096th, or the next
         meta = REFRESH.format(word="refresh", url="/edge")
         yield ("x" * (end - len(meta)) + meta).encode(), "text/html; charset=utf-8"

@@ -406,6 +406,14 @@ def test_the_links_fast_paths_resolve_as_urljoin_does(monkeypatch) -> None:
         href = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
         href = ("/" if rng.random() < 0.5 else "") + href
         cases.append((rng.choice(bases), ("http://h2.y" if rng.random() < 0.2 else "") + href))
+    # and every href of the real page layouts kept for the rendering tests (WordPress, Gatsby,
+    # Next.js, Nuxt, app shells), on two bases
+    import lxml.html
+
+    for page in sorted((Path(__file__).parent / "data" / "render").glob("*.html")):
+        for href in lxml.html.fromstring(page.read_bytes()).xpath("//@href | //@src"):
+            cases += [("https://www.example.org/blog/2024/post.html", str(href)),
+                      ("http://example.org:8080/", str(href))]
     fast = [links.extract_links(base, [href]) for base, href in cases]
     monkeypatch.setattr(links, "is_safe_url", lambda url: False)  # urljoin for every link
     assert fast == [links.extract_links(base, [href]) for base, href in cases]

@@ -19,11 +19,12 @@ from crawler_ext.config.registry import (
     validate_all,
 )
 from crawler_ext.config.scrapyside import (
+    component_path,
     enabled_component,
     enabled_settings,
     use_bundled_public_suffix_list,
 )
 
-__all__ = ["SETTINGS", "ConfigError", "Setting", "band_weights", "default_text",
-           "enabled_component", "enabled_settings", "focus_enabled", "get",
+__all__ = ["SETTINGS", "ConfigError", "Setting", "band_weights", "component_path",
+           "default_text", "enabled_component", "enabled_settings", "focus_enabled", "get",
            "use_bundled_public_suffix_list", "validate_all"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["enabled_component", "enabled_settings", "use_bundled_public_suffix_list"]
+__all__ = ["component_path", "enabled_component", "enabled_settings",
+           "use_bundled_public_suffix_list"]
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +23,12 @@ def enabled_settings(crawler: Any, setting: str) -> Any:
 
         raise NotConfigured
     return crawler.settings
+
+
+def component_path(value: Any) -> str:
+    """The dotted path of a component dict's key (Scrapy takes a path or the class itself),
+    without importing anything."""
+    return value if isinstance(value, str) else f"{value.__module__}.{value.__qualname__}"
 
 
 def enabled_component(settings: Any, setting: str, path: str) -> bool:

@@ -85,9 +85,9 @@ def _shingle_hashes(text: str, n: int) -> np.ndarray:
     chars = np.frombuffer(data, dtype=np.uint8)
     # words one space apart: str.split's white space is never printable (an ASCII text's
     # bytes are checked with numpy, 6x faster than str.isprintable)
-    if (text.isascii() and ((chars < 32).any() or (chars == 127).any())) or (
-            not text.isascii() and not text.isprintable()) or b"  " in data or \
-            data[:1] == b" " or data[-1:] == b" ":
+    printable = not ((chars < 32).any() or (chars == 127).any()) if text.isascii() \
+        else text.isprintable()
+    if not printable or b"  " in data or data[:1] == b" " or data[-1:] == b" ":
         data = " ".join(text.split()).encode("utf-8", "surrogatepass")
         chars = np.frombuffer(data, dtype=np.uint8)
     if not data:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
 __all__ = ["MAX_LINK_LENGTH", "extract_links", "is_safe_url", "urls_in_text"]
@@ -27,14 +28,20 @@ _DOTTED_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.
                           r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")
 
 
+@lru_cache(maxsize=64)
+def _origin(base: str) -> str | None:
+    """The base's scheme and authority, where root-relative links may be joined by hand
+    (the HTML processor resolves a page's links one anchor at a time: once a page)."""
+    return base[:base.index("/", base.index("//") + 2)] if is_safe_url(base) else None
+
+
 def extract_links(base: str, hrefs: Iterable[str]) -> tuple[list[str], list[str]]:
     """Absolute http(s) URLs of ``hrefs`` resolved against ``base``, each once, in document
     order; and the reasons of those left out (``scheme``, ``bad_url``, ``too_long``).  Never
     raises: one bad link never costs a page its other links."""
     links: dict[str, None] = {}
     invalid: list[str] = []
-    # the base's scheme and authority, where root-relative links may be joined by hand
-    origin = base[:base.index("/", base.index("//") + 2)] if is_safe_url(base) else None
+    origin = _origin(base)
     for href in hrefs:
         href = _STRIPPED.sub("", href).strip(" \x00\x0b\x0c")
         if not href or href.startswith("#"):
@@ -48,8 +55,9 @@ def extract_links(base: str, hrefs: Iterable[str]) -> tuple[list[str], list[str]
         if ";" in href:
             pass
         elif href[0] == "/" and origin is not None and href[1:2] != "/":
-            if is_safe_url(origin + href):
-                links[origin + href] = None
+            joined = origin + href
+            if is_safe_url(joined):
+                links[joined] = None
                 continue
         elif href[:4] == "http" and is_safe_url(href):
             links[href] = None

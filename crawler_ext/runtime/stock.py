@@ -23,6 +23,7 @@ and pages they let through unchanged:
 from __future__ import annotations
 
 import codecs
+from functools import lru_cache
 from typing import Any
 
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware as ScrapyOffsiteMiddleware
@@ -65,19 +66,14 @@ HEAD_BYTES = 4 * 4096
 _ASCII_LETTERS_AS_BYTES = frozenset(
     ["ascii", "utf-8"] + [f"iso8859-{n}" for n in range(1, 17)]
     + [f"cp125{n}" for n in range(9)])
-_codec_names: dict[str, str] = {}
 
 
+@lru_cache(maxsize=256)
 def _codec(encoding: str) -> str:
-    name = _codec_names.get(encoding)
-    if name is None:
-        try:
-            name = codecs.lookup(encoding).name
-        except LookupError:
-            name = ""
-        if len(_codec_names) < 1_000:
-            _codec_names[encoding] = name
-    return name
+    try:
+        return codecs.lookup(encoding).name
+    except LookupError:
+        return ""
 
 
 def may_refresh(response: Any) -> bool:

@@ -133,7 +133,7 @@ class KnownLinkFilter:
             return False
         # compared by path: nothing of the project's is imported here (Scrapy does it, and
         # reports what does not import)
-        paths = {m if isinstance(m, str) else f"{m.__module__}.{m.__qualname__}"
+        paths = {config.component_path(m)
                  for m in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES"))}
         return _DEPTH in paths and _REFERER in paths
 
