@@ -98,7 +98,7 @@ class Exchange:
             args += [key, fp, band]
         self.script(keys=[self._tags[n] + ":e"], args=args, client=pipe)
 
-    def run(self, ops: dict[int, ShardOps], take: list[int], asks: Asks,
+    def run(self, ops: dict[int, ShardOps], take: dict[int, list[int]], asks: Asks,
             final: bool = False) -> Exchanged:
         """Runs in a thread: a pipelined round trip (after one to the seen set when links need
         it), then, once its pushes were answered, one with the completions and the seen set's
@@ -147,9 +147,11 @@ class Exchange:
                            if item.check is True or item.check == LOOK_AGAIN else item
                            for item in op.push if id(item) not in rejected]
         pipe = self.redis.pipeline(transaction=False)
-        shards = range(self.shards) if any(take) or asks.reap else list(ops)
+        # every shard when keys are asked of any (each answers what its frontier holds)
+        shards = range(self.shards) if take or asks.reap else list(ops)
+        nothing = [0] * (self.bands + 1)
         for n in shards:
-            self._call(pipe, n, ops.get(n) or ShardOps(), take, int(asks.reap))
+            self._call(pipe, n, ops.get(n) or ShardOps(), take.get(n, nothing), int(asks.reap))
             commands += 1
         if asks.release_claim:  # after the push of the seeds' entries above
             pipe.hdel(self._claim_keys[1], self.worker)

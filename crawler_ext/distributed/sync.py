@@ -44,7 +44,9 @@ _COUNTED = (("filtered", "dupefilter/redis/filtered"),
 class Sync:
     """The exchanges of one worker: :meth:`flush` starts one in a thread unless one runs."""
 
-    IDLE_POLL = 0.5  # seconds between polls while there is nothing to send or take
+    #: seconds between polls while there is nothing to send and the shared frontier holds
+    #: nothing this worker could take: an empty frontier, its keys leased by this worker
+    IDLE_POLL = 0.5
 
     def __init__(self, redis: Any, exchanger: Exchange, parts: tuple[Outbox, LeaseBook, Claims],
                  fence: LeaseFence, weights: Sequence[float], buffer: int,
@@ -69,6 +71,7 @@ class Sync:
         self._reaped_at = 0.0
         self._exchanged_at = 0.0
         self._idle = False  # the last exchange took nothing
+        self._turn = 0  # the shard asked first for a key when the room is smaller than them
         self._lock = threading.Lock()
         self._health = health_of(redis)  # one log line per outage for all components
 
@@ -78,13 +81,21 @@ class Sync:
             return
         now = time.time()
         quiet = self.outbox.quiet() and not self.leases.unsent() and self.claims.quiet(now)
-        if quiet and self._idle and now - self._exchanged_at < self.IDLE_POLL:
+        if quiet and self._idle and not self._elsewhere() \
+                and now - self._exchanged_at < self.IDLE_POLL:
             return  # the last poll found nothing ready: poll less often while idle
         ops, take, asks = self._collect()
         self._syncing = True
         self._running = ops
         d = threads.deferToThread(self._exchange_locked, ops, take, asks)
         d.addCallbacks(self._exchanged, self._exchange_failed, errbackArgs=(ops,))
+
+    def _elsewhere(self) -> bool:
+        """Whether the shared frontier holds entries this worker did not lease (queued, or
+        leased by another worker): their keys come ready, and a worker that found nothing
+        polls as often as a busy one, or the busy ones, exchanging more often, would take
+        every key as it comes ready and leave it idle."""
+        return self.remote is None or self.remote > self.leases.held()
 
     def exchange_now(self) -> list[Entry]:
         """Blocking: one exchange, here and now (tests, benchmarks); the entries it leased."""
@@ -98,7 +109,7 @@ class Sync:
         self._exchanged(out)
         return [e for e in self.leases.buffered() if id(e) not in before]
 
-    def _exchange_locked(self, ops: dict[int, ShardOps], take: list[int],
+    def _exchange_locked(self, ops: dict[int, ShardOps], take: dict[int, list[int]],
                          asks: Asks) -> Exchanged:
         with self._lock:  # close() waits for it, and reads what it answered
             self._last = None
@@ -118,12 +129,12 @@ class Sync:
         self.outbox.add(self.claims.unchecked(), False, admitted_here=False)
         ops, _, asks = self._collect()
         try:
-            self.exchanger.run(ops, [0] * (len(self.weights) + 1), asks, final=True)
+            self.exchanger.run(ops, {}, asks, final=True)
         except Exception as exc:  # noqa: BLE001 - the leases expire anyway
             logger.warning("Redis frontier: final exchange failed (%s); this worker's leases "
                            "return to the frontier when they expire", exc)
 
-    def _collect(self) -> tuple[dict[int, ShardOps], list[int], Asks]:
+    def _collect(self) -> tuple[dict[int, ShardOps], dict[int, list[int]], Asks]:
         ops: dict[int, ShardOps] = {}
 
         def shard(key: str) -> ShardOps:
@@ -138,13 +149,7 @@ class Sync:
         self.outbox.collect(shard, hooks.trap_pattern if self.pattern_cap and hooks else None)
         self.leases.collect(shard, time.time())
         room = self.buffer - self.leases.occupying(now)
-        take = [0] * (len(self.weights) + 1)  # per band, then the total, for each shard
-        if room > 0 and not self._closed:
-            # ready keys are not spread evenly over the shards: ask each for a share and a
-            # half (what comes beyond the room waits in the local buffer, its key leased)
-            per_shard = max(2, -(-3 * room // (2 * self.shards)))
-            weight = sum(self.weights)
-            take = [max(1, round(per_shard * w / weight)) for w in self.weights] + [per_shard]
+        take = self._take(room) if room > 0 and not self._closed else {}
         reap = now - self._reaped_at >= 1.0
         if reap:
             self._reaped_at = now
@@ -152,6 +157,25 @@ class Sync:
         asks = Asks(seeds=100 if self.seeds and room > 0 and not self._closed else 0,
                     release_claim=release_claim, reap=reap, confirm=confirm)
         return ops, take, asks
+
+    def _take(self, room: int) -> dict[int, list[int]]:
+        """What an exchange asks each shard for (per band, then the total), for ``room``
+        places: ready keys are not spread evenly over the shards, so a share and a half of
+        the room (what comes beyond the room waits in the local buffer, its key leased).  A
+        room smaller than that many shards asks one key of as many shards, taken in turn:
+        a worker with a few free places does not hold keys other workers could fetch from
+        (asking every shard for one, it held twice its places and starved the others)."""
+        want = -(-3 * room // 2)
+        if want >= self.shards:
+            asked: Sequence[int] = range(self.shards)
+            per_shard = -(-want // self.shards)
+        else:
+            asked = [(self._turn + i) % self.shards for i in range(want)]
+            self._turn = (self._turn + want) % self.shards
+            per_shard = 1
+        weight = sum(self.weights)
+        quotas = [max(1, round(per_shard * w / weight)) for w in self.weights] + [per_shard]
+        return {n: quotas for n in asked}
 
     def _settle(self, out: Exchanged | None) -> None:
         """After an exchange (None: it failed whole): completions and claims' ends it could
