@@ -164,7 +164,7 @@ class Sync:
         the room (what comes beyond the room waits in the local buffer, its key leased).  A
         room smaller than that many shards asks one key of as many shards, taken in turn:
         a worker with a few free places does not hold keys other workers could fetch from
-        (asking every shard for one, it held twice its places and starved the others)."""
+        (asking every shard for two, 8 places held up to 32 keys and starved the others)."""
         want = -(-3 * room // 2)
         if want >= self.shards:
             asked: Sequence[int] = range(self.shards)

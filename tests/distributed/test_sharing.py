@@ -5,6 +5,7 @@ while others hold work, so no worker is left idle by another's head start."""
 from __future__ import annotations
 
 import pytest
+from twisted.internet import defer
 
 import crawler_ext.distributed.sync as sync_module
 from crawler_ext.distributed.bloom import RedisBloom
@@ -46,14 +47,9 @@ def test_a_worker_with_few_places_leases_about_as_many_keys_and_leaves_the_rest(
 
 def test_an_idle_worker_polls_at_every_flush_while_others_hold_work(
         redis, monkeypatch: pytest.MonkeyPatch) -> None:
-    started: list[object] = []
-
-    class _Deferred:
-        def addCallbacks(self, *args, **kwargs) -> None:  # noqa: N802 - Twisted's name
-            pass
-
+    started: list[object] = []  # the exchanges started (in a thread, never run here)
     monkeypatch.setattr(sync_module.threads, "deferToThread",
-                        lambda *args: started.append(args) or _Deferred())
+                        lambda *args: started.append(args) or defer.Deferred())
     a, b = _worker(redis, 8), _worker(redis, 8)
     a.add([_entry("h1", 1)])
     _exchange(a)
